@@ -1,0 +1,20 @@
+//! The static list of detectors.
+
+use pcapsleuth_detect::{Detector, DetectorInfo};
+
+/// One fresh instance of every detector, in a fixed order.
+pub fn all_detectors() -> Vec<Box<dyn Detector>> {
+    vec![
+        Box::new(pcapsleuth_syn_retransmit::SynRetransmit::default()),
+        Box::new(pcapsleuth_frag_needed::FragNeeded::default()),
+        Box::new(pcapsleuth_probe_timer_stall::ProbeTimerStall::default()),
+        Box::new(pcapsleuth_zero_window::ZeroWindow::default()),
+        Box::new(pcapsleuth_missing_zero_window::MissingZeroWindow::default()),
+        Box::new(pcapsleuth_mss_blackhole::MssBlackhole::default()),
+    ]
+}
+
+/// Static descriptions of every detector, in registry order.
+pub fn detector_infos() -> Vec<DetectorInfo> {
+    all_detectors().iter().map(|d| d.info()).collect()
+}

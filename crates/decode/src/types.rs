@@ -1,0 +1,296 @@
+//! The decoded view of a packet. All types are plain data; nothing allocates.
+
+use pcapsleuth_core::SeqNum;
+use std::net::IpAddr;
+
+/// Everything decoded from one frame.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Decoded<'a> {
+    /// Link-layer facts (VLAN tags, Linux cooked-capture fields).
+    pub link: LinkInfo,
+    /// Outermost IP header, when the transport is carried inside a tunnel
+    /// (IPIP, 6in4, GRE, VXLAN, …); `None` when not tunnelled.
+    pub outer_ip: Option<IpHeader>,
+    /// The IP header that carries [`Decoded::transport`] (innermost).
+    pub ip: Option<IpHeader>,
+    /// The transport layer found inside `ip`.
+    pub transport: Transport<'a>,
+    /// Where and why decoding stopped early, if it did.
+    pub stop: Option<DecodeStop>,
+}
+
+/// Link-layer facts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LinkInfo {
+    /// 802.1Q / QinQ VLAN ids, outermost first; `vlan_count` of them are valid.
+    pub vlans: [u16; 2],
+    /// Number of valid entries in `vlans` (tags beyond two are skipped but counted here up to 255).
+    pub vlan_count: u8,
+    /// Linux SLL/SLL2 packet type (0 = to us, 4 = outgoing…), if cooked capture.
+    pub sll_pkttype: Option<u8>,
+    /// Linux SLL2 interface index, if present.
+    pub sll_ifindex: Option<u32>,
+}
+
+/// IP version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum IpVersion {
+    /// IPv4.
+    #[default]
+    V4,
+    /// IPv6.
+    V6,
+}
+
+/// Fragmentation facts of an IP datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fragment {
+    /// Fragment offset in bytes.
+    pub offset: u32,
+    /// More-fragments flag.
+    pub more: bool,
+    /// Identification (IPv4 16-bit ID or IPv6 fragment header 32-bit ID).
+    pub id: u32,
+}
+
+/// A parsed IPv4 or IPv6 header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IpHeader {
+    /// 4 or 6.
+    pub version: IpVersion,
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// TTL / hop limit.
+    pub ttl: u8,
+    /// IPv4 identification; `None` for IPv6 without a fragment header.
+    pub ip_id: Option<u32>,
+    /// Datagram length from the header in bytes (IPv4 total length; IPv6
+    /// 40 + payload length), even when the frame was cut short by the snaplen.
+    pub total_len: u32,
+    /// Header length in bytes including IPv6 extension headers.
+    pub header_len: u32,
+    /// Transport protocol number after extension headers.
+    pub protocol: u8,
+    /// IPv4 DF bit (always false for IPv6).
+    pub dont_fragment: bool,
+    /// Set when this datagram is a fragment (offset > 0 or MF set).
+    pub fragment: Option<Fragment>,
+}
+
+/// TCP flag bits as on the wire (9 bits: NS/AE, CWR, ECE, URG, ACK, PSH, RST, SYN, FIN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct TcpFlags(pub u16);
+
+impl TcpFlags {
+    /// FIN.
+    pub const FIN: u16 = 0x001;
+    /// SYN.
+    pub const SYN: u16 = 0x002;
+    /// RST.
+    pub const RST: u16 = 0x004;
+    /// PSH.
+    pub const PSH: u16 = 0x008;
+    /// ACK.
+    pub const ACK: u16 = 0x010;
+    /// URG.
+    pub const URG: u16 = 0x020;
+    /// ECE.
+    pub const ECE: u16 = 0x040;
+    /// CWR.
+    pub const CWR: u16 = 0x080;
+    /// NS (RFC 3540) / AE (accurate ECN).
+    pub const NS: u16 = 0x100;
+    /// SYN set.
+    pub const fn syn(self) -> bool { self.0 & Self::SYN != 0 }
+    /// ACK set.
+    pub const fn ack(self) -> bool { self.0 & Self::ACK != 0 }
+    /// FIN set.
+    pub const fn fin(self) -> bool { self.0 & Self::FIN != 0 }
+    /// RST set.
+    pub const fn rst(self) -> bool { self.0 & Self::RST != 0 }
+    /// PSH set.
+    pub const fn psh(self) -> bool { self.0 & Self::PSH != 0 }
+    /// URG set.
+    pub const fn urg(self) -> bool { self.0 & Self::URG != 0 }
+}
+
+/// Up to four SACK blocks (RFC 2018), `[left, right)` in sequence space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SackBlocks {
+    /// The blocks; only the first `len` are valid.
+    pub blocks: [(SeqNum, SeqNum); 4],
+    /// Number of valid blocks.
+    pub len: u8,
+}
+
+impl SackBlocks {
+    /// The valid blocks.
+    pub fn as_slice(&self) -> &[(SeqNum, SeqNum)] {
+        &self.blocks[..self.len as usize]
+    }
+}
+
+/// TCP options the analyzer uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpOptions {
+    /// MSS option (kind 2), bytes.
+    pub mss: Option<u16>,
+    /// Window scale shift count (kind 3), as sent (not clamped to 14).
+    pub window_scale: Option<u8>,
+    /// SACK-permitted (kind 4).
+    pub sack_permitted: bool,
+    /// SACK blocks (kind 5).
+    pub sack: SackBlocks,
+    /// Timestamps (kind 8): (TSval, TSecr).
+    pub timestamps: Option<(u32, u32)>,
+    /// The option list was malformed or cut short; options before that point are kept.
+    pub malformed: bool,
+}
+
+/// A TCP segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSegment<'a> {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Sequence number.
+    pub seq: SeqNum,
+    /// Acknowledgement number (meaningful when ACK is set).
+    pub ack: SeqNum,
+    /// Flags.
+    pub flags: TcpFlags,
+    /// Raw (unscaled) window field.
+    pub window: u16,
+    /// Urgent pointer.
+    pub urgent: u16,
+    /// Data offset in bytes.
+    pub header_len: u32,
+    /// Payload length in bytes from the IP length (not the captured length).
+    pub payload_len: u32,
+    /// Captured payload bytes (may be shorter than `payload_len`).
+    pub payload: &'a [u8],
+    /// Parsed options.
+    pub options: TcpOptions,
+}
+
+/// A UDP datagram header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpDatagram {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Payload length in bytes (from the UDP length field).
+    pub payload_len: u32,
+}
+
+/// What an ICMP/ICMPv6 message means, for the types the analyzer cares about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IcmpKind {
+    /// ICMPv4 type 3 code 4: fragmentation needed and DF set (RFC 1191).
+    FragNeeded,
+    /// ICMPv6 type 2: Packet Too Big (RFC 8201).
+    PacketTooBig,
+    /// Other destination-unreachable codes.
+    DestUnreachable,
+    /// ICMPv4 type 11 / ICMPv6 type 3.
+    TimeExceeded,
+    /// Echo request.
+    EchoRequest,
+    /// Echo reply.
+    EchoReply,
+    /// Anything else.
+    Other,
+}
+
+/// The packet quoted inside an ICMP error (RFC 792 / RFC 4443).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotedPacket {
+    /// The quoted IP header (its `total_len` is the original datagram size).
+    pub ip: IpHeader,
+    /// Quoted transport source port, if at least 4 bytes were quoted.
+    pub src_port: Option<u16>,
+    /// Quoted transport destination port.
+    pub dst_port: Option<u16>,
+    /// Quoted TCP sequence number, if TCP and at least 8 bytes were quoted.
+    pub tcp_seq: Option<SeqNum>,
+    /// Quoted TCP acknowledgement number, if at least 12 bytes were quoted.
+    pub tcp_ack: Option<SeqNum>,
+    /// Quoted TCP flags, if at least 14 bytes were quoted.
+    pub tcp_flags: Option<TcpFlags>,
+    /// How many bytes of the quoted transport header are present.
+    pub transport_bytes: u32,
+}
+
+/// An ICMP or ICMPv6 message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IcmpMessage {
+    /// 4 for ICMP, 6 for ICMPv6.
+    pub version: IpVersion,
+    /// Type field.
+    pub icmp_type: u8,
+    /// Code field.
+    pub code: u8,
+    /// Classified meaning.
+    pub kind: IcmpKind,
+    /// Next-hop MTU (frag-needed) or MTU (Packet Too Big), bytes.
+    pub mtu: Option<u32>,
+    /// The quoted packet of an error message.
+    pub quoted: Option<QuotedPacket>,
+}
+
+/// The transport layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Transport<'a> {
+    /// No IP, or decoding stopped before the transport.
+    #[default]
+    None,
+    /// TCP.
+    Tcp(TcpSegment<'a>),
+    /// UDP.
+    Udp(UdpDatagram),
+    /// ICMP or ICMPv6.
+    Icmp(IcmpMessage),
+    /// Another protocol number, not decoded.
+    Other(u8),
+}
+
+/// The layer at which decoding stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layer {
+    /// Link layer.
+    Link,
+    /// IPv4/IPv6 header or extension headers.
+    Ip,
+    /// Tunnel encapsulation.
+    Tunnel,
+    /// TCP/UDP/ICMP header.
+    Transport,
+}
+
+/// Why decoding stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// Fewer bytes captured than the header needs.
+    Truncated,
+    /// A length or version field is invalid.
+    Malformed,
+    /// A link type or ethertype this decoder does not handle.
+    Unsupported,
+    /// A non-first IP fragment, or a fragment whose datagram is not complete yet.
+    Fragment,
+}
+
+/// Where and why decoding stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeStop {
+    /// Layer being decoded.
+    pub layer: Layer,
+    /// Byte offset into the frame.
+    pub offset: u32,
+    /// Why.
+    pub reason: StopReason,
+}

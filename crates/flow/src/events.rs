@@ -1,0 +1,383 @@
+//! Events the flow table emits, in frame order, for detectors.
+
+use pcapsleuth_core::{Direction, Endpoint, FrameNo, InterfaceId, SeqNum, StreamId, Timestamp};
+use pcapsleuth_decode::{IcmpKind, TcpFlags};
+use serde::Serialize;
+use std::net::IpAddr;
+
+/// Per-segment classification, one boolean per Wireshark `tcp.analysis.*` flag.
+/// Two copies travel on every [`SegmentEvent`]: Wireshark's verdict and ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct SegmentAnalysis {
+    /// `tcp.analysis.retransmission` (Wireshark sets it also for fast and spurious).
+    pub retransmission: bool,
+    /// `tcp.analysis.fast_retransmission`.
+    pub fast_retransmission: bool,
+    /// `tcp.analysis.spurious_retransmission`.
+    pub spurious_retransmission: bool,
+    /// `tcp.analysis.out_of_order`.
+    pub out_of_order: bool,
+    /// `tcp.analysis.lost_segment` (previous segment not captured).
+    pub lost_segment: bool,
+    /// `tcp.analysis.ack_lost_segment` (ACKed unseen segment).
+    pub ack_lost_segment: bool,
+    /// `tcp.analysis.duplicate_ack`.
+    pub duplicate_ack: bool,
+    /// `tcp.analysis.duplicate_ack_num` (0 when not a duplicate ACK).
+    pub duplicate_ack_num: u32,
+    /// `tcp.analysis.zero_window`.
+    pub zero_window: bool,
+    /// `tcp.analysis.zero_window_probe`.
+    pub zero_window_probe: bool,
+    /// `tcp.analysis.zero_window_probe_ack`.
+    pub zero_window_probe_ack: bool,
+    /// `tcp.analysis.keep_alive`.
+    pub keep_alive: bool,
+    /// `tcp.analysis.keep_alive_ack`.
+    pub keep_alive_ack: bool,
+    /// `tcp.analysis.window_full`.
+    pub window_full: bool,
+    /// `tcp.analysis.window_update`.
+    pub window_update: bool,
+    /// `tcp.analysis.reused_ports`.
+    pub reused_ports: bool,
+}
+
+/// A flow seen for the first time (emitted before its first segment event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowStarted {
+    /// `tcp.stream`.
+    pub stream: StreamId,
+    /// The side that sent the first SYN (else the first sender).
+    pub client: Endpoint,
+    /// The other side.
+    pub server: Endpoint,
+    /// Frame that created the stream.
+    pub frame: FrameNo,
+    /// Its timestamp.
+    pub ts: Timestamp,
+}
+
+/// One TCP segment, classified, with the sender's state after it.
+/// Sequence offsets are bytes relative to the sender's ISN (the SYN has 0,
+/// the first data byte 1, as Wireshark's relative sequence numbers), 64-bit so
+/// they never wrap; when the ISN was not captured the first sequence seen is
+/// the base.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegmentEvent {
+    /// `tcp.stream`.
+    pub stream: StreamId,
+    /// Direction of travel.
+    pub dir: Direction,
+    /// Frame number.
+    pub frame: FrameNo,
+    /// Capture time.
+    pub ts: Timestamp,
+    /// Interface it was captured on.
+    pub interface: InterfaceId,
+    /// TCP flags.
+    pub flags: TcpFlags,
+    /// Raw sequence number.
+    pub seq: SeqNum,
+    /// Raw acknowledgement number.
+    pub ack: SeqNum,
+    /// Relative sequence number (bytes).
+    pub rel_seq: i64,
+    /// Relative acknowledgement number in the peer's space (bytes), if ACK set and the peer's base is known.
+    pub rel_ack: Option<i64>,
+    /// TCP payload length in bytes (from the IP length).
+    pub payload_len: u32,
+    /// IP datagram length in bytes (what a path MTU limits).
+    pub ip_len: u32,
+    /// IPv4 identification, if any.
+    pub ip_id: Option<u32>,
+    /// Raw window field.
+    pub window_raw: u16,
+    /// Advertised receive window in bytes after RFC 7323 scaling; `None` when the
+    /// scale is unknown (handshake not captured) — recorded, not guessed.
+    pub window_bytes: Option<u64>,
+    /// MSS option, if present (SYN segments).
+    pub mss: Option<u16>,
+    /// Window scale option, if present.
+    pub window_scale: Option<u8>,
+    /// Number of SACK blocks carried.
+    pub sack_blocks: u8,
+    /// Wireshark's verdict, as `tshark` would print it.
+    pub wireshark: SegmentAnalysis,
+    /// Our verdict: differs from Wireshark's for duplicate sightings (not a
+    /// retransmission) and Linux zero-window probes (seq = SND.UNA−1: a probe, not a keep-alive).
+    pub analysis: SegmentAnalysis,
+    /// When this is another sighting of a packet already seen (another interface, or the
+    /// same packet captured twice), the frame of the first sighting.
+    pub duplicate_of: Option<FrameNo>,
+    /// Sender's SND.UNA after this segment (highest relative ack the peer sent), bytes.
+    pub snd_una: i64,
+    /// Sender's SND.NXT after this segment (highest relative seq + len sent), bytes.
+    pub snd_nxt: i64,
+    /// For a retransmission: time since the first transmission of the same bytes (ns).
+    pub since_first_tx_ns: Option<i64>,
+    /// For an ACK: RTT to the segment it acknowledges, Karn's rule applied (ns).
+    pub ack_rtt_ns: Option<i64>,
+    /// Bytes in flight after this segment (Wireshark's `tcp.analysis.bytes_in_flight`).
+    pub bytes_in_flight: Option<u64>,
+}
+
+/// What ended a stall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StallEnd {
+    /// The stalled bytes (or SYN) were sent again.
+    Retransmission,
+    /// A zero-window / persist probe.
+    Probe,
+    /// New data moved.
+    NewData,
+    /// An ACK advanced.
+    Ack,
+    /// A reset.
+    Rst,
+    /// A FIN.
+    Fin,
+    /// The capture ended (stall still open).
+    CaptureEnd,
+}
+
+/// An interval in which one direction had unacknowledged data or a pending SYN
+/// and nothing moved (no segment of that flow in either direction) for at least
+/// the configured threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StallEvent {
+    /// `tcp.stream`.
+    pub stream: StreamId,
+    /// The direction that had data (or a SYN) outstanding.
+    pub dir: Direction,
+    /// Last frame before the silence.
+    pub start_frame: FrameNo,
+    /// Its timestamp.
+    pub start_ts: Timestamp,
+    /// First frame after the silence.
+    pub end_frame: FrameNo,
+    /// Its timestamp.
+    pub end_ts: Timestamp,
+    /// Bytes sent but unacknowledged while stalled.
+    pub pending_bytes: u64,
+    /// A SYN (or SYN/ACK) was the thing pending.
+    pub pending_syn: bool,
+    /// What ended it.
+    pub ended_by: StallEnd,
+}
+
+/// The advertised receive window of one endpoint changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowChangeEvent {
+    /// `tcp.stream`.
+    pub stream: StreamId,
+    /// Direction of the segment that advertised it (the advertiser is its sender).
+    pub dir: Direction,
+    /// Frame.
+    pub frame: FrameNo,
+    /// Timestamp.
+    pub ts: Timestamp,
+    /// Previous window in bytes (scaled), if known.
+    pub old_bytes: Option<u64>,
+    /// New window in bytes (scaled), if known.
+    pub new_bytes: Option<u64>,
+    /// New raw window field.
+    pub raw: u16,
+}
+
+/// The captured segment an ICMP error's quote refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotedSegmentMatch {
+    /// Frame of the (most recent) transmission of that segment before the ICMP.
+    pub frame: FrameNo,
+    /// Its timestamp.
+    pub ts: Timestamp,
+    /// Its relative sequence number.
+    pub rel_seq: i64,
+    /// Its payload length in bytes.
+    pub payload_len: u32,
+    /// Its IP datagram length in bytes.
+    pub ip_len: u32,
+}
+
+/// An ICMP/ICMPv6 error matched to the TCP flow it quotes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IcmpErrorEvent {
+    /// Frame of the ICMP message.
+    pub frame: FrameNo,
+    /// Its timestamp.
+    pub ts: Timestamp,
+    /// Interface it was captured on.
+    pub interface: InterfaceId,
+    /// What it is.
+    pub kind: IcmpKind,
+    /// Type.
+    pub icmp_type: u8,
+    /// Code.
+    pub code: u8,
+    /// Next-hop MTU / PTB MTU in bytes.
+    pub mtu: Option<u32>,
+    /// Source of the ICMP message (the router, or the host itself).
+    pub icmp_src: IpAddr,
+    /// Destination of the ICMP message.
+    pub icmp_dst: IpAddr,
+    /// Quoted packet's source.
+    pub quoted_src: Endpoint,
+    /// Quoted packet's destination.
+    pub quoted_dst: Endpoint,
+    /// Quoted IP datagram length in bytes (the packet that did not fit).
+    pub quoted_ip_len: u32,
+    /// Quoted TCP sequence number, if quoted.
+    pub quoted_seq: Option<SeqNum>,
+    /// Stream of the quoted flow, if it is a known (or newly created) TCP flow.
+    pub stream: Option<StreamId>,
+    /// Direction of the quoted packet within that flow.
+    pub quoted_dir: Option<Direction>,
+    /// Quoted sequence relative to the quoted sender's ISN.
+    pub quoted_rel_seq: Option<i64>,
+    /// The captured segment the quote refers to, if found.
+    pub matched: Option<QuotedSegmentMatch>,
+}
+
+/// Everything the flow table tells detectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowEvent {
+    /// A new `tcp.stream`.
+    FlowStarted(FlowStarted),
+    /// A TCP segment, classified.
+    Segment(SegmentEvent),
+    /// A stall closed.
+    Stall(StallEvent),
+    /// An advertised window changed.
+    WindowChange(WindowChangeEvent),
+    /// An ICMP error quoting a TCP flow.
+    IcmpError(IcmpErrorEvent),
+}
+
+/// Zeek `conn_state` vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ConnState {
+    /// Connection attempt seen, no reply.
+    S0,
+    /// Established, not terminated.
+    S1,
+    /// Normal establishment and termination.
+    SF,
+    /// Connection attempt rejected.
+    REJ,
+    /// Established, originator aborted (RST).
+    RSTO,
+    /// Established, responder aborted.
+    RSTR,
+    /// Originator sent SYN then RST, no SYN/ACK.
+    RSTOS0,
+    /// Responder sent SYN/ACK then RST, no SYN seen.
+    RSTRH,
+    /// Originator sent SYN then FIN, no SYN/ACK ("half open").
+    SH,
+    /// Responder sent SYN/ACK then FIN, no SYN seen.
+    SHR,
+    /// Established, originator closed (FIN), no reply FIN.
+    S2,
+    /// Established, responder closed, no originator FIN.
+    S3,
+    /// No SYN seen, just midstream traffic.
+    OTH,
+}
+
+/// RTT statistics in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct RttStats {
+    /// Minimum, ms.
+    pub min: f64,
+    /// Mean, ms.
+    pub avg: f64,
+    /// Maximum, ms.
+    pub max: f64,
+}
+
+/// Retransmission counts by kind (our verdict).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct RetransmissionCounts {
+    /// All retransmissions.
+    pub total: u64,
+    /// Timeout-driven (not fast, not spurious).
+    pub rto: u64,
+    /// Fast retransmissions.
+    pub fast: u64,
+    /// Spurious retransmissions.
+    pub spurious: u64,
+}
+
+/// One sighting of a duplicated packet on an interface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Sighting {
+    /// Frame number.
+    pub frame: FrameNo,
+    /// Interface.
+    pub interface: InterfaceId,
+    /// Timestamp, ns.
+    pub ts_ns: i64,
+}
+
+/// Per-flow summary (the `pcapsleuth flows` row). JSON field names are the contract.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowSummary {
+    /// `tcp.stream`.
+    pub tcp_stream: StreamId,
+    /// Client address.
+    pub client: String,
+    /// Client port.
+    pub client_port: u16,
+    /// Server address.
+    pub server: String,
+    /// Server port.
+    pub server_port: u16,
+    /// Packets both ways.
+    pub packets: u64,
+    /// IP bytes both ways.
+    pub bytes: u64,
+    /// Packets client→server.
+    pub packets_c2s: u64,
+    /// Packets server→client.
+    pub packets_s2c: u64,
+    /// Payload bytes client→server.
+    pub payload_bytes_c2s: u64,
+    /// Payload bytes server→client.
+    pub payload_bytes_s2c: u64,
+    /// First frame of the flow.
+    pub first_frame: FrameNo,
+    /// Last frame of the flow.
+    pub last_frame: FrameNo,
+    /// Duration from first to last packet, ms.
+    pub duration_ms: f64,
+    /// Zeek `conn_state`.
+    pub state: ConnState,
+    /// Retransmissions (our verdict).
+    pub retransmissions: RetransmissionCounts,
+    /// Packets that were other sightings of an already-seen packet.
+    pub duplicate_sightings: u64,
+    /// Per-interface sightings of duplicated packets (capped; see `sightings_capped`).
+    pub sightings: Vec<Sighting>,
+    /// True if the sightings list hit its cap.
+    pub sightings_capped: bool,
+    /// Total time either side advertised a zero window, ms.
+    pub zero_window_ms: f64,
+    /// Zero-window episodes.
+    pub zero_window_episodes: u64,
+    /// SYN → SYN/ACK → ACK round trip as seen at the capture point, ms.
+    pub handshake_rtt_ms: Option<f64>,
+    /// ACK RTT statistics (Karn's rule), ms.
+    pub rtt_ms: Option<RttStats>,
+    /// Longest stall, ms (0 when none).
+    pub longest_stall_ms: f64,
+    /// Frames bounding the longest stall.
+    pub longest_stall_frames: Option<[FrameNo; 2]>,
+    /// MSS offered by client / server, bytes.
+    pub mss: [Option<u16>; 2],
+    /// Window scale offered by client / server.
+    pub window_scale: [Option<u8>; 2],
+    /// True if the unacked-segment list of either side hit its cap.
+    pub unacked_capped: bool,
+}

@@ -1,0 +1,57 @@
+//! Serializable report types: the JSON wire format.
+
+use pcapsleuth_core::Finding;
+use pcapsleuth_flow::FlowSummary;
+use pcapsleuth_ingest::CaptureWarning;
+use serde::Serialize;
+
+/// Current JSON schema version.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole report: one entry per input capture, in input order.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Always [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// One per input, in input order.
+    pub captures: Vec<CaptureReport>,
+}
+
+/// One capture interface.
+#[derive(Debug, Clone, Serialize)]
+pub struct InterfaceReport {
+    /// Interface id (IDB index).
+    pub id: u32,
+    /// `if_name`, if recorded.
+    pub name: Option<String>,
+    /// Link type name (`"ETHERNET"`, `"LINUX_SLL2"`…).
+    pub linktype: String,
+}
+
+/// Results for one capture file.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureReport {
+    /// Path as given on the command line.
+    pub path: String,
+    /// `"pcap"` or `"pcapng"`; `null` when the file could not be read at all.
+    pub format: Option<String>,
+    /// Packet records read (highest frame number).
+    pub packets: u64,
+    /// Timestamp of the first frame, ns since the Unix epoch (0 if none).
+    pub first_ts_ns: i64,
+    /// Timestamp of the last frame, ns (0 if none).
+    pub last_ts_ns: i64,
+    /// Interfaces.
+    pub interfaces: Vec<InterfaceReport>,
+    /// TCP streams (`tcp.stream` ids assigned).
+    pub tcp_streams: u64,
+    /// Facts about the file (truncation…).
+    pub warnings: Vec<CaptureWarning>,
+    /// Fatal error that stopped reading this file, if any (findings before it are kept).
+    pub error: Option<String>,
+    /// Findings, sorted by first frame then detector.
+    pub findings: Vec<Finding>,
+    /// Per-flow summaries (only filled for `pcapsleuth flows`; omitted from `analyze` JSON).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowSummary>,
+}
