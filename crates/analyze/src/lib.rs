@@ -2,6 +2,7 @@
 //! [`CaptureReport`]. [`analyze_many`] runs captures in parallel with rayon and
 //! returns them in input order, so output never depends on the thread count.
 
+pub mod dump;
 pub mod registry;
 
 use pcapsleuth_core::finding::sort_findings;
@@ -12,6 +13,8 @@ use pcapsleuth_ingest::CaptureReader;
 use pcapsleuth_report::{CaptureReport, InterfaceReport};
 use std::path::{Path, PathBuf};
 
+pub use dump::dump_streams;
+pub use dump::{dump_analysis, AnalysisRow};
 pub use registry::{all_detectors, detector_infos};
 
 /// Options for one analysis run.
@@ -127,23 +130,3 @@ fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureRep
     }
 }
 
-/// For every frame of a capture, its `tcp.stream` (if any): the comparison
-/// hook for Wireshark parity tests and `pcapsleuth streams`.
-///
-/// # Errors
-/// When the file cannot be opened; frames before a later error are returned.
-pub fn dump_streams(path: &Path) -> Result<Vec<(u64, Option<u64>)>, pcapsleuth_ingest::IngestError> {
-    let mut reader = CaptureReader::open(path)?;
-    let mut decoder = Decoder::new();
-    let mut flows = FlowTable::new(FlowConfig::default());
-    let mut events = Vec::new();
-    let mut out = Vec::new();
-    while let Some(frame) = reader.next_frame()? {
-        let meta = PacketMeta { frame: frame.number, ts: frame.ts, interface: frame.interface };
-        let decoded = decoder.decode(frame.linktype.0, frame.data);
-        events.clear();
-        let info = flows.on_packet(&meta, &decoded, &mut events);
-        out.push((frame.number, info.stream));
-    }
-    Ok(out)
-}

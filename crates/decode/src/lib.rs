@@ -12,6 +12,11 @@
 //! as Wireshark does.
 
 mod decoder;
+mod ip;
+mod link;
+pub mod reassembly;
+mod transport;
+mod tunnel;
 pub mod types;
 
 pub use decoder::Decoder;

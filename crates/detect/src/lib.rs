@@ -6,6 +6,10 @@
 //! packet itself (`on_packet`). At the end of the capture `finish` returns the
 //! findings. No I/O, no locks: one detector instance serves one capture.
 
+pub mod followup;
+pub mod retx;
+pub mod timer;
+
 pub use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};
 pub use pcapsleuth_decode::Decoded;
 pub use pcapsleuth_flow::{FlowEvent, PacketFlowInfo, PacketMeta};

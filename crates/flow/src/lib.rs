@@ -11,7 +11,10 @@
 //!
 //! Memory is O(active flows): unacked-segment lists and sighting windows are capped.
 
+pub mod analysis;
+mod endpoint;
 pub mod events;
+mod summary;
 mod table;
 
 pub use events::*;

@@ -13,8 +13,12 @@
 //! [`WarningKind::TruncatedRecord`] naming the byte offset; everything before
 //! the cut has already been delivered.
 
+mod format;
+mod legacy;
+mod pcapng;
 mod reader;
 
+pub use pcapng::{ng_timestamp_ns, tsresol_units};
 pub use reader::CaptureReader;
 
 use pcapsleuth_core::{FrameNo, InterfaceId, Timestamp};

@@ -1,8 +1,23 @@
-//! The streaming reader. (Skeleton: to be implemented.)
+//! The streaming reader.
+//!
+//! Design: one byte buffer (`buf[start..end]` holds unread input, `base` is the
+//! file offset of `buf[0]`) and one loop ([`CaptureReader::advance`]) that asks
+//! the format layer ([`Layout::step`]) to classify the next record. The layer
+//! either consumes a whole record or says how many bytes it needs; the loop
+//! then refills, compacting and growing the buffer only up to the size of that
+//! one record (capped at [`MAX_RECORD`]). A packet's bytes are returned as a
+//! slice of the buffer, so the hot path does not allocate.
 
-use crate::{CaptureFormat, CaptureWarning, Frame, IngestError, InterfaceInfo};
+use crate::format::{Layout, PacketRef, Step, MAX_RECORD};
+use crate::pcapng::block;
+use crate::{legacy, CaptureFormat, CaptureWarning, Frame, IngestError, InterfaceInfo, WarningKind};
+use pcapsleuth_core::{FrameNo, Timestamp};
 use std::io::Read;
 use std::path::{Path, PathBuf};
+
+/// Initial buffer size in bytes. The buffer grows only when one record is
+/// larger than this.
+const INITIAL_BUF: usize = 256 * 1024;
 
 /// Streaming reader over one capture file. Use it as a lending iterator:
 ///
@@ -14,11 +29,38 @@ use std::path::{Path, PathBuf};
 /// }
 /// for w in r.warnings() { eprintln!("{}", w.message); }
 /// ```
+///
+/// Frame numbering follows Wireshark 4.0's `frame.number`: besides packet
+/// records (legacy records, pcapng EPB/SPB/PB), pcapng custom blocks
+/// (0xBAD, 0x40000BAD), systemd journal export blocks and sysdig event
+/// blocks are numbered too. Those non-packet records advance the number but
+/// are **not** returned by [`CaptureReader::next_frame`], so frame numbers
+/// may skip; [`CaptureReader::frame_count`] gives the total.
+///
+/// Interface ids are unique across the file: the n-th interface description
+/// block of the file (counting across pcapng sections) is interface `n-1`.
+/// (tshark 4.0 prints the section-local id in `frame.interface_id`; the two
+/// agree for single-section files.)
+///
+/// pcapng simple packet blocks carry no timestamp; they get the timestamp of
+/// the previous packet of the file (0 if none).
 pub struct CaptureReader {
     path: PathBuf,
-    _inner: Box<dyn Read + Send>,
+    src: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    /// Unread input is `buf[start..end]`.
+    start: usize,
+    end: usize,
+    /// File offset (decompressed) of `buf[0]`.
+    base: u64,
+    eof: bool,
+    done: bool,
+    layout: Layout,
+    frame_no: FrameNo,
     interfaces: Vec<InterfaceInfo>,
     warnings: Vec<crate::CaptureWarning>,
+    /// Non-fatal notes from the format layer, turned into warnings.
+    notes: Vec<String>,
     format: CaptureFormat,
 }
 
@@ -29,16 +71,191 @@ impl CaptureReader {
     /// [`IngestError::Io`] if it cannot be opened, [`IngestError::NotACapture`]
     /// if the magic is wrong, [`IngestError::Malformed`] if the header is unreadable.
     pub fn open(path: &Path) -> Result<CaptureReader, IngestError> {
+        if path == Path::new("-") {
+            return Self::from_reader(path, Box::new(std::io::stdin()));
+        }
         let f = std::fs::File::open(path).map_err(|source| IngestError::Io { path: path.to_path_buf(), source })?;
         Self::from_reader(path, Box::new(f))
     }
 
     /// Read a capture from any reader; `path` is only used in messages.
+    /// Input starting with the gzip magic (`1f 8b`) is decompressed on the fly
+    /// (concatenated gzip members are read as one stream).
     ///
     /// # Errors
     /// As [`CaptureReader::open`].
-    pub fn from_reader(path: &Path, inner: Box<dyn Read + Send>) -> Result<CaptureReader, IngestError> {
-        Ok(CaptureReader { path: path.to_path_buf(), _inner: inner, interfaces: Vec::new(), warnings: Vec::new(), format: CaptureFormat::Pcap })
+    pub fn from_reader(path: &Path, mut inner: Box<dyn Read + Send>) -> Result<CaptureReader, IngestError> {
+        let io_err = |source| IngestError::Io { path: path.to_path_buf(), source };
+        // Sniff the gzip magic on the raw stream.
+        let mut head = [0u8; 2];
+        let mut got = 0;
+        while got < head.len() {
+            match inner.read(&mut head[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(io_err(e)),
+            }
+        }
+        let head = head.get(..got).unwrap_or_default().to_vec();
+        let gzip = head == [0x1f, 0x8b];
+        let raw: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(inner));
+        let src: Box<dyn Read + Send> = if gzip { Box::new(flate2::read::MultiGzDecoder::new(raw)) } else { raw };
+        let mut r = CaptureReader {
+            path: path.to_path_buf(),
+            src,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+            done: false,
+            layout: Layout::LegacyHeader,
+            frame_no: 0,
+            interfaces: Vec::new(),
+            warnings: Vec::new(),
+            notes: Vec::new(),
+            format: CaptureFormat::Pcap,
+        };
+        r.fill(4)?;
+        let magic = r.buf.get(r.start..r.end.min(4)).unwrap_or_default();
+        let le = magic.try_into().map(u32::from_le_bytes).unwrap_or(0);
+        match le {
+            block::SHB => {
+                r.layout = Layout::NgHeader;
+                r.format = CaptureFormat::Pcapng;
+            }
+            x if legacy::is_magic(x) => {}
+            _ => {
+                let shown: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();
+                let mut shown = if shown.is_empty() { "(empty file)".to_string() } else { shown.join(" ") };
+                if gzip {
+                    shown.push_str(" after gunzip");
+                }
+                return Err(IngestError::NotACapture { path: path.to_path_buf(), magic: shown });
+            }
+        }
+        // Parse the file header (legacy header or first SHB) eagerly.
+        r.advance()?;
+        Ok(r)
+    }
+
+    /// Make at least `need` bytes available at `buf[start..]`, compacting and
+    /// growing the buffer as required. Returns `false` if the input ended first.
+    fn fill(&mut self, need: usize) -> Result<bool, IngestError> {
+        if self.end - self.start >= need {
+            return Ok(true);
+        }
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.base += self.start as u64;
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.buf.len() < need {
+            let size = need.checked_next_power_of_two().unwrap_or(need).clamp(INITIAL_BUF, MAX_RECORD.max(need));
+            self.buf.resize(size, 0);
+        }
+        while self.end < need {
+            if self.eof {
+                return Ok(false);
+            }
+            let spare = self.buf.get_mut(self.end..).unwrap_or_default();
+            match self.src.read(spare) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n.min(spare_len(self.buf.len(), self.end)),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // A gzip stream cut short: the capture inside is truncated.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => self.eof = true,
+                Err(source) => return Err(IngestError::Io { path: self.path.clone(), source }),
+            }
+        }
+        Ok(true)
+    }
+
+    fn warn(&mut self, kind: WarningKind, offset: u64, frame: Option<FrameNo>, message: String) {
+        self.warnings.push(CaptureWarning { kind, offset, frame, message });
+    }
+
+    /// The read loop: consume records until a packet, the end, or a fatal
+    /// problem. Header problems are errors; later ones end the stream with a
+    /// warning.
+    fn advance(&mut self) -> Result<Option<PacketRef>, IngestError> {
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            let offset = self.base + self.start as u64;
+            let avail = self.buf.get(self.start..self.end).unwrap_or_default();
+            let in_header = self.layout.in_header();
+            let step = self.layout.step(avail, self.eof, &mut self.interfaces, &mut self.notes);
+            let avail_len = avail.len();
+            for note in std::mem::take(&mut self.notes) {
+                self.warn(WarningKind::MalformedRecord, offset, None, note);
+            }
+            let next = self.frame_no + 1;
+            match step {
+                Step::Header(len) => {
+                    self.start += len;
+                    return Ok(None);
+                }
+                Step::Packet(len, mut p) => {
+                    p.data_off += self.start;
+                    self.start += len;
+                    self.frame_no = next;
+                    return Ok(Some(p));
+                }
+                Step::NonPacketFrame(len) => {
+                    self.start += len;
+                    self.frame_no = next;
+                }
+                Step::Skip(len) if len > 0 => self.start += len,
+                Step::Skip(_) => {
+                    self.done = true;
+                    self.warn(WarningKind::MalformedRecord, offset, None, "internal: empty record".to_string());
+                }
+                Step::Need { bytes, frame } => {
+                    if bytes <= avail_len || bytes > MAX_RECORD {
+                        // Guard against spinning: a parser asking for bytes it
+                        // already has, or for an absurd amount, is corruption.
+                        let message = format!("record needs {bytes} bytes, which is not a plausible length");
+                        if in_header {
+                            return Err(self.malformed(offset, message));
+                        }
+                        self.done = true;
+                        self.warn(WarningKind::MalformedRecord, offset, frame.then_some(next), message);
+                    } else if !self.eof {
+                        // Refill and look again (at EOF the step may decide
+                        // differently, e.g. legacy variant detection).
+                        self.fill(bytes)?;
+                    } else {
+                        self.done = true;
+                        if self.start == self.end {
+                            return Ok(None);
+                        }
+                        let have = self.end - self.start;
+                        let message = format!(
+                            "capture cut short: record at byte {offset} needs {bytes} bytes, only {have} present"
+                        );
+                        if in_header {
+                            return Err(self.malformed(offset, message));
+                        }
+                        self.warn(WarningKind::TruncatedRecord, offset, frame.then_some(next), message);
+                    }
+                }
+                Step::Bad { kind, message, frame } => {
+                    if in_header {
+                        return Err(self.malformed(offset, message));
+                    }
+                    self.done = true;
+                    self.warn(kind, offset, frame.then_some(next), message);
+                }
+            }
+        }
+    }
+
+    fn malformed(&self, offset: u64, message: String) -> IngestError {
+        IngestError::Malformed { path: self.path.clone(), offset, message }
     }
 
     /// The next packet record, `Ok(None)` at the end of the capture (including
@@ -47,7 +264,22 @@ impl CaptureReader {
     /// # Errors
     /// Only I/O errors of the underlying reader.
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, IngestError> {
-        Ok(None)
+        let Some(p) = self.advance()? else { return Ok(None) };
+        let data = self.buf.get(p.data_off..p.data_off + p.data_len).unwrap_or_default();
+        Ok(Some(Frame {
+            number: self.frame_no,
+            ts: Timestamp(p.ts),
+            interface: p.interface,
+            linktype: p.linktype,
+            orig_len: p.orig_len,
+            data,
+        }))
+    }
+
+    /// Number of records numbered as frames so far (Wireshark's `frame.number`
+    /// of the last one); after the end, the capture's frame count.
+    pub fn frame_count(&self) -> FrameNo {
+        self.frame_no
     }
 
     /// Interfaces described so far (all of them once the stream has ended).
@@ -69,4 +301,8 @@ impl CaptureReader {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+fn spare_len(buf_len: usize, end: usize) -> usize {
+    buf_len.saturating_sub(end)
 }

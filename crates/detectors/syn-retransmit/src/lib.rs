@@ -1,19 +1,417 @@
-//! `syn-retransmit` detector. (Skeleton: to be implemented.)
+//! `syn-retransmit`: connection setup delayed because a SYN (or SYN/ACK) had to
+//! be sent again.
+//!
+//! # Incident
+//! Seed `002_2afaa283371823d2.txt` (Kubernetes/Docker SNAT): the conntrack
+//! insert race in `nf_nat_l4proto_unique_tuple()` drops the first SYN of a
+//! connection inside the host; the client's SYN timer re-sends it after 1 s
+//! (and 3 s), so a minority of requests to one busy service take *exactly* 1 s
+//! or 3 s longer while the rest connect at once.
+//!
+//! # Signature
+//! In one `tcp.stream`, a SYN re-sent with the same initial sequence number
+//! (ISN), or the SYN/ACK re-sent with the same ISN. Other sightings of the same
+//! packet (another interface or VLAN, `SegmentEvent::duplicate_of`) are not
+//! retransmissions. A SYN with a new ISN on the same ports is a new attempt.
+//! A connection refused at once (RST answering the only SYN) is not flagged.
+//!
+//! # Evidence (one finding per affected connection)
+//! - `delay_ms` (ms): first SYN → the SYN/ACK the client acknowledged (else the
+//!   first SYN/ACK; if never answered, → the last SYN or the RST).
+//! - `syn_count` (count): SYNs sent (first + retransmissions), duplicates excluded.
+//! - `synack_retransmits` (count): SYN/ACKs re-sent with the same ISN.
+//! - `gaps_ms` (array of ms): time between successive SYNs (or SYN/ACKs when
+//!   only those were re-sent).
+//! - `rto_ms` (ms): the first retransmission's wait (the initial RTO seen).
+//! - `ladder` (string): the retry schedule matched (Linux classic 1, 2, 4, 8 s;
+//!   Linux ≥ 6.x `tcp_syn_linear_timeouts=4`: 1, 1, 1, 1 s then doubling;
+//!   Windows 3, 6 s; 3 s initial RTO of older stacks; "unrecognised"), with
+//!   timer rounding tolerance from [`pcapsleuth_detect::timer`].
+//! - `connected` (bool), `refused` (bool: RST after the retries),
+//!   `duplicate_sightings` (count).
+//! - `service` ("ip:port" of the server), `service_connections`,
+//!   `service_delayed` (counts over the capture), `conntrack_race_shape` (bool:
+//!   ≥ 4 connections to the service, a minority of them delayed by ≈1, 2 or 3 s,
+//!   the rest prompt — seed 002).
+//!
+//! # Severity
+//! Warning when the connection was set up after the delay (or refused after
+//! retries); error when the SYN was never answered.
+//!
+//! # False positives
+//! A capture that starts after the first SYN sees a retransmission as the
+//! first SYN (delay under-counted). Port scanners and SYN floods re-send SYNs on
+//! purpose. A capture point after the drop shows no retransmission at all (seed
+//! 002 on `eth0`: the retry leaves with a new SNAT port, a new stream).
+//!
+//! # Remedy
+//! Find where the SYN or SYN/ACK is dropped: capture on both sides of the
+//! NAT/firewall; `conntrack -S` (`insert_failed`), SYN-flood protection, listen
+//! queue overflows (`nstat TcpExtListenOverflows`). For the conntrack race:
+//! `MASQUERADE --random-fully` (`NF_NAT_RANGE_PROTO_RANDOM_FULLY`) or a kernel
+//! with conntrack clash resolution.
 
-use pcapsleuth_detect::{Detector, DetectorInfo, FinishContext, Finding};
+use pcapsleuth_core::time::ns_to_ms;
+use pcapsleuth_core::{Direction, Endpoint, FrameNo, SeqNum, StreamId, Timestamp};
+use pcapsleuth_detect::timer::matches_timer;
+use pcapsleuth_detect::{Detector, DetectorInfo, Evidence, FinishContext, Finding, FlowEvent, Severity};
+use pcapsleuth_flow::SegmentEvent;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
 
 /// Detector id.
 pub const ID: &str = "syn-retransmit";
 
+const EXPLAIN: &str = "\
+Looks for TCP connection setups that needed more than one SYN (or SYN/ACK) with the same \
+initial sequence number in one tcp.stream. Each retry costs a full SYN timeout (1 s on \
+Linux and RFC 6298 stacks, 3 s on Windows and older stacks), so the application sees \
+connect() take 1, 3 or 7 s. The finding gives the delay, the gaps between SYNs and the \
+retry ladder they match (which stack sent them). Copies of one SYN seen on two interfaces \
+are not retries; a connection refused at once (RST) is not flagged.\n\
+Why: seed 002 (Kubernetes/Docker SNAT conntrack insert race) dropped first SYNs inside \
+the host; requests were delayed by exactly 1 s or 3 s. When a minority of >= 4 connections \
+to one service are delayed by ~1 s or ~3 s and the rest connect at once, the finding \
+says so (conntrack_race_shape).\n\
+What to do: capture on both sides of NAT/firewalls to see where the SYN dies; check \
+`conntrack -S` (insert_failed), SYN-flood protection and listen-queue overflows \
+(`nstat TcpExtListenOverflows`). For the SNAT race use `MASQUERADE --random-fully` \
+(NF_NAT_RANGE_PROTO_RANDOM_FULLY) or a kernel with conntrack clash resolution.";
+
+/// A retry schedule: nominal gaps between successive SYNs, in seconds.
+struct Ladder {
+    label: &'static str,
+    gaps_s: &'static [i64],
+}
+
+/// Known SYN retry schedules. Linux: `tcp_retransmit_timer()` doubles
+/// `icsk_rto` from `TCP_TIMEOUT_INIT` (1 s, RFC 6298), except in SYN_SENT while
+/// `icsk_backoff <= tcp_syn_linear_timeouts` (default 4 since 6.5). Windows:
+/// `InitialRto` 3 s, `MaxSynRetransmissions` 2. Older stacks: RFC 1122 3 s.
+const LADDERS: &[Ladder] = &[
+    Ladder { label: "Linux classic backoff (1, 2, 4, 8 s; tcp_syn_linear_timeouts=0 or kernel < 6.5)", gaps_s: &[1, 2, 4, 8, 16, 32, 64] },
+    Ladder { label: "Linux >= 6.5 default tcp_syn_linear_timeouts=4 (1 s retries, then doubling)", gaps_s: &[1, 1, 1, 1, 1, 2, 4, 8, 16, 32] },
+    Ladder { label: "Windows (3 s, 6 s: done after 3, 9 s)", gaps_s: &[3, 6] },
+    Ladder { label: "3 s initial RTO doubling (RFC 1122 / older stacks)", gaps_s: &[3, 6, 12, 24, 48, 96] },
+];
+
+/// Name the retry ladder `gaps_ns` (successive SYN gaps) follows.
+pub fn ladder_for(gaps_ns: &[i64]) -> &'static str {
+    if gaps_ns.is_empty() {
+        return "none";
+    }
+    let matching: Vec<&Ladder> = LADDERS
+        .iter()
+        .filter(|l| {
+            gaps_ns.len() <= l.gaps_s.len()
+                && gaps_ns.iter().zip(l.gaps_s).all(|(&g, &n)| matches_timer(g, n * 1_000_000_000))
+        })
+        .collect();
+    match matching.as_slice() {
+        [] => "unrecognised",
+        [one] => one.label,
+        [a, ..] if a.gaps_s[0] == 1 => "Linux / RFC 6298 1 s initial RTO (classic or linear: too few retries to tell)",
+        _ => "3 s initial RTO (Windows: 3 s, 6 s; or an older stack)",
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Tx {
+    frame: FrameNo,
+    ts: Timestamp,
+}
+
+#[derive(Debug, Clone)]
+struct Attempt {
+    stream: StreamId,
+    syn_dir: Direction,
+    isn: SeqNum,
+    syns: Vec<Tx>,
+    first_retx_wait_ns: Option<i64>,
+    duplicates: Vec<FrameNo>,
+    synack_isn: Option<SeqNum>,
+    synacks: Vec<Tx>,
+    synack_retransmits: u32,
+    synack_retx_pre_ack: u32,
+    rst: Option<Tx>,
+    handshake_ack: Option<Tx>,
+    acked_synack: Option<Tx>,
+}
+
+impl Attempt {
+    fn answered(&self) -> bool {
+        !self.synacks.is_empty() || self.rst.is_some()
+    }
+    fn delayed(&self) -> bool {
+        self.syns.len() > 1 || self.synack_retx_pre_ack > 0
+    }
+    fn refused_at_once(&self) -> bool {
+        self.rst.is_some() && self.synacks.is_empty() && self.syns.len() <= 1
+    }
+    fn connected(&self) -> bool {
+        !self.synacks.is_empty()
+    }
+    /// First SYN → the SYN/ACK that was acknowledged (or first SYN/ACK, else last SYN / RST), ns.
+    fn delay_ns(&self) -> i64 {
+        let Some(first) = self.syns.first() else { return 0 };
+        let end = if let Some(a) = self.acked_synack {
+            a.ts
+        } else if let Some(s) = self.synacks.first() {
+            s.ts
+        } else if let Some(r) = self.rst {
+            r.ts
+        } else {
+            self.syns.last().map_or(first.ts, |t| t.ts)
+        };
+        end.0.saturating_sub(first.ts.0).max(0)
+    }
+    fn gaps_ns(&self) -> Vec<i64> {
+        let txs = if self.syns.len() > 1 { &self.syns } else { &self.synacks };
+        let mut ts: Vec<i64> = txs.iter().map(|t| t.ts.0).collect();
+        ts.sort_unstable();
+        ts.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+}
+
 /// The `syn-retransmit` detector.
 #[derive(Debug, Default)]
-pub struct SynRetransmit {}
+pub struct SynRetransmit {
+    attempts: Vec<Attempt>,
+    live: HashMap<StreamId, usize>,
+    endpoints: HashMap<StreamId, (Endpoint, Endpoint)>,
+}
+
+impl SynRetransmit {
+    fn on_segment(&mut self, s: &SegmentEvent) {
+        let tx = Tx { frame: s.frame, ts: s.ts };
+        let live = self.live.get(&s.stream).copied();
+        if s.flags.syn() && !s.flags.ack() {
+            if let Some(a) = live.and_then(|i| self.attempts.get_mut(i)) {
+                if a.isn == s.seq && a.syn_dir == s.dir {
+                    if s.duplicate_of.is_some() {
+                        a.duplicates.push(s.frame);
+                    } else if a.handshake_ack.is_none() && a.synacks.is_empty() && a.rst.is_none() {
+                        if a.syns.len() == 1 {
+                            a.first_retx_wait_ns = s.since_first_tx_ns;
+                        }
+                        a.syns.push(tx);
+                    }
+                    return;
+                }
+            }
+            if s.duplicate_of.is_some() {
+                return;
+            }
+            self.live.insert(s.stream, self.attempts.len());
+            self.attempts.push(Attempt {
+                stream: s.stream,
+                syn_dir: s.dir,
+                isn: s.seq,
+                syns: vec![tx],
+                first_retx_wait_ns: None,
+                duplicates: Vec::new(),
+                synack_isn: None,
+                synacks: Vec::new(),
+                synack_retransmits: 0,
+                synack_retx_pre_ack: 0,
+                rst: None,
+                handshake_ack: None,
+                acked_synack: None,
+            });
+            return;
+        }
+        let Some(a) = live.and_then(|i| self.attempts.get_mut(i)) else { return };
+        if s.duplicate_of.is_some() {
+            if s.flags.syn() {
+                a.duplicates.push(s.frame);
+            }
+            return;
+        }
+        let from_server = s.dir != a.syn_dir;
+        if s.flags.syn() && s.flags.ack() && from_server {
+            if a.handshake_ack.is_some() && a.synack_isn == Some(s.seq) {
+                // SYN/ACK re-sent after the handshake completed (its timer raced the ACK).
+                a.synack_retransmits += 1;
+                a.synacks.push(tx);
+                return;
+            }
+            match a.synack_isn {
+                Some(isn) if isn == s.seq => {
+                    a.synack_retransmits += 1;
+                    a.synack_retx_pre_ack += 1;
+                }
+                _ => a.synack_isn = Some(s.seq),
+            }
+            a.synacks.push(tx);
+        } else if s.flags.rst() && from_server && a.synacks.is_empty() && a.rst.is_none() {
+            a.rst = Some(tx);
+        } else if s.flags.ack() && !s.flags.syn() && !from_server && a.handshake_ack.is_none() {
+            if let Some(isn) = a.synack_isn {
+                if s.ack == isn.add(1) {
+                    a.handshake_ack = Some(tx);
+                    a.acked_synack = a.synacks.last().copied();
+                }
+            }
+        }
+    }
+
+    fn server_of(&self, a: &Attempt, ctx: &FinishContext) -> Option<(Endpoint, Endpoint)> {
+        let (c, s) = ctx.streams.get(&a.stream).or_else(|| self.endpoints.get(&a.stream)).copied()?;
+        Some(if a.syn_dir == Direction::ClientToServer { (c, s) } else { (s, c) })
+    }
+}
+
+/// Whether a delay looks like the conntrack race of seed 002 (≈1, 2 or 3 s).
+fn race_sized(delay_ns: i64) -> bool {
+    [1_000_000_000i64, 2_000_000_000, 3_000_000_000].iter().any(|&n| matches_timer(delay_ns, n))
+}
+
+fn sock(e: Endpoint) -> String {
+    SocketAddr::new(e.addr, e.port).to_string()
+}
+
+#[derive(Default)]
+struct ServiceStats {
+    connections: u64,
+    delayed: u64,
+    race_sized: u64,
+}
 
 impl Detector for SynRetransmit {
     fn info(&self) -> DetectorInfo {
-        DetectorInfo { id: ID, title: "syn-retransmit", explain: "" }
+        DetectorInfo { id: ID, title: "Connection setup delayed by SYN / SYN-ACK retransmission", explain: EXPLAIN }
     }
-    fn finish(&mut self, _ctx: &FinishContext) -> Vec<Finding> {
-        Vec::new()
+
+    fn on_flow_event(&mut self, event: &FlowEvent) {
+        match event {
+            FlowEvent::FlowStarted(f) => {
+                self.endpoints.insert(f.stream, (f.client, f.server));
+            }
+            FlowEvent::Segment(s) => self.on_segment(s),
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding> {
+        // Per-service statistics over every attempt that got an answer or was delayed.
+        let mut services: BTreeMap<String, ServiceStats> = BTreeMap::new();
+        for a in &self.attempts {
+            if !(a.answered() || a.delayed()) {
+                continue;
+            }
+            let Some((_, server)) = self.server_of(a, ctx) else { continue };
+            let st = services.entry(sock(server)).or_default();
+            st.connections += 1;
+            if a.delayed() && !a.refused_at_once() {
+                st.delayed += 1;
+                if a.connected() && race_sized(a.delay_ns()) {
+                    st.race_sized += 1;
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for a in &self.attempts {
+            if !a.delayed() || a.refused_at_once() {
+                continue;
+            }
+            let Some(first) = a.syns.first() else { continue };
+            let ends = self.server_of(a, ctx);
+            let service = ends.map(|(_, s)| sock(s)).unwrap_or_default();
+            let client = ends.map(|(c, _)| sock(c)).unwrap_or_default();
+            let st = services.get(&service);
+            let (svc_conn, svc_delayed) = st.map_or((0, 0), |s| (s.connections, s.delayed));
+            let race = st.is_some_and(|s| {
+                s.connections >= 4 && s.delayed >= 1 && s.delayed * 2 < s.connections && s.race_sized == s.delayed
+            });
+            let gaps = a.gaps_ns();
+            let ladder = ladder_for(&gaps);
+            let delay_ns = a.delay_ns();
+            let connected = a.connected();
+            let refused = a.rst.is_some() && !connected;
+            let rto_ns = a.first_retx_wait_ns.or_else(|| gaps.first().copied());
+
+            let what = if a.syns.len() > 1 {
+                format!("the SYN was sent {} times", a.syns.len())
+            } else {
+                format!("the SYN/ACK was sent {} times", a.synack_retransmits + 1)
+            };
+            let ladder_txt = if ladder == "unrecognised" { "an unrecognised retry schedule".to_string() } else { ladder.to_string() };
+            let mut summary = if connected {
+                format!(
+                    "Connection {client} -> {service} was set up {:.1} ms late: {what} (gaps {}; {ladder_txt}), so the first SYN or its SYN/ACK was lost.",
+                    ns_to_ms(delay_ns),
+                    fmt_gaps(&gaps)
+                )
+            } else if refused {
+                format!(
+                    "Connection {client} -> {service} was refused (RST) only after {what} over {:.1} ms (gaps {}; {ladder_txt}).",
+                    ns_to_ms(delay_ns),
+                    fmt_gaps(&gaps)
+                )
+            } else {
+                format!(
+                    "Connection {client} -> {service} was never answered: {what} over {:.1} ms (gaps {}; {ladder_txt}) and no SYN/ACK was captured.",
+                    ns_to_ms(delay_ns),
+                    fmt_gaps(&gaps)
+                )
+            };
+            if race {
+                summary.push_str(&format!(
+                    " {svc_delayed} of {svc_conn} connections to {service} were delayed by ~1 s or ~3 s while the rest connected at once: the shape of the SNAT/conntrack insert race (seed 002)."
+                ));
+            }
+            let remedy = if race {
+                "Make SNAT port allocation fully random (`iptables -t nat ... -j MASQUERADE --random-fully`, NF_NAT_RANGE_PROTO_RANDOM_FULLY) or run a kernel with conntrack clash resolution; confirm with `conntrack -S` insert_failed counting the lost SYNs."
+            } else if connected || refused {
+                "Find where the SYN or SYN/ACK is dropped: capture on both sides of NAT/firewalls, check `conntrack -S` (insert_failed), SYN-flood protection and listen-queue overflows (`nstat TcpExtListenOverflows`)."
+            } else {
+                "Check that the server is reachable and listening and that no firewall silently drops the SYN (capture on the server side and on each hop)."
+            };
+            let severity = if connected || refused { Severity::Warning } else { Severity::Error };
+
+            let mut frames: Vec<u64> = a.syns.iter().chain(a.synacks.iter()).map(|t| t.frame).collect();
+            frames.extend(a.rst.iter().map(|t| t.frame));
+            frames.extend(a.handshake_ack.iter().map(|t| t.frame));
+            let all_ts: Vec<i64> = a.syns.iter().chain(a.synacks.iter()).chain(a.rst.iter()).chain(a.handshake_ack.iter()).map(|t| t.ts.0).collect();
+            let start = all_ts.iter().copied().min().unwrap_or(first.ts.0);
+            let end = all_ts.iter().copied().max().unwrap_or(first.ts.0);
+
+            let mut ev = Evidence::new();
+            ev.insert("delay_ms".into(), json!(ns_to_ms(delay_ns)));
+            ev.insert("syn_count".into(), json!(a.syns.len()));
+            ev.insert("synack_retransmits".into(), json!(a.synack_retransmits));
+            ev.insert("gaps_ms".into(), Value::Array(gaps.iter().map(|&g| json!(ns_to_ms(g))).collect()));
+            ev.insert("rto_ms".into(), rto_ns.map_or(Value::Null, |r| json!(ns_to_ms(r))));
+            ev.insert("ladder".into(), json!(ladder));
+            ev.insert("connected".into(), json!(connected));
+            ev.insert("refused".into(), json!(refused));
+            ev.insert("duplicate_sightings".into(), json!(a.duplicates.len()));
+            ev.insert("service".into(), json!(service));
+            ev.insert("service_connections".into(), json!(svc_conn));
+            ev.insert("service_delayed".into(), json!(svc_delayed));
+            ev.insert("conntrack_race_shape".into(), json!(race));
+            out.push(Finding::new(
+                ID,
+                severity,
+                summary,
+                ctx.flow_ref(a.stream),
+                Some(a.stream),
+                frames,
+                start,
+                end,
+                remedy.to_string(),
+                ev,
+            ));
+        }
+        out
     }
 }
+
+fn fmt_gaps(gaps: &[i64]) -> String {
+    let parts: Vec<String> = gaps.iter().map(|&g| format!("{:.0} ms", ns_to_ms(g))).collect();
+    parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests;

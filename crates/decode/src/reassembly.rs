@@ -1,0 +1,124 @@
+//! Bounded IP reassembly (IPv4 and IPv6 fragments).
+//!
+//! Datagrams are keyed by (src, dst, protocol, id) (IPv6: protocol 0, as
+//! RFC 8200 §4.5 keys by addresses and identification only). Received bytes
+//! are tracked in 8-byte blocks (the fragment-offset unit). At most
+//! [`MAX_DATAGRAMS`] datagrams are in progress; a new one evicts the oldest.
+//! Overlapping fragments overwrite earlier bytes. No timeouts: the decoder
+//! sees no timestamps, and eviction bounds memory anyway.
+//!
+//! Memory is only allocated when fragments arrive, never on the
+//! non-fragment path.
+
+use crate::decoder::FragReq;
+use std::net::IpAddr;
+
+/// Datagrams reassembled concurrently; older ones are evicted.
+pub const MAX_DATAGRAMS: usize = 64;
+/// Largest reassembled IP payload, bytes (IPv4/IPv6 length fields are 16-bit).
+pub const MAX_DATAGRAM_LEN: usize = 65_535;
+
+const BLOCKS: usize = MAX_DATAGRAM_LEN.div_ceil(8);
+const WORDS: usize = BLOCKS.div_ceil(64);
+
+/// Reassembly key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FragKey {
+    pub src: IpAddr,
+    pub dst: IpAddr,
+    pub proto: u8,
+    pub id: u32,
+}
+
+#[derive(Debug)]
+struct Slot {
+    key: FragKey,
+    buf: Vec<u8>,
+    /// One bit per 8-byte block received.
+    bits: Vec<u64>,
+    /// Payload length, known once the last fragment (MF = 0) arrived.
+    total: Option<usize>,
+    /// Protocol announced by the offset-0 fragment.
+    first_proto: Option<u8>,
+    /// Insertion order, for eviction.
+    born: u64,
+}
+
+/// The reassembly table.
+#[derive(Debug, Default)]
+pub(crate) struct Reassembler {
+    slots: Vec<Slot>,
+    clock: u64,
+    out: Vec<u8>,
+}
+
+impl Reassembler {
+    /// Add one fragment. Returns the upper-layer protocol when this fragment
+    /// completes its datagram; the payload is then in [`Self::completed`].
+    pub fn insert(&mut self, req: &FragReq<'_>) -> Option<u8> {
+        let start = req.offset as usize;
+        let end = start.checked_add(req.data.len())?;
+        if end > MAX_DATAGRAM_LEN {
+            self.slots.retain(|s| s.key != req.key);
+            return None;
+        }
+        let idx = match self.slots.iter().position(|s| s.key == req.key) {
+            Some(i) => i,
+            None => {
+                if self.slots.len() >= MAX_DATAGRAMS {
+                    let oldest = self.slots.iter().enumerate().min_by_key(|(_, s)| s.born).map(|(i, _)| i)?;
+                    self.slots.swap_remove(oldest);
+                }
+                self.clock += 1;
+                self.slots.push(Slot {
+                    key: req.key,
+                    buf: Vec::new(),
+                    bits: vec![0; WORDS],
+                    total: None,
+                    first_proto: None,
+                    born: self.clock,
+                });
+                self.slots.len() - 1
+            }
+        };
+        let slot = self.slots.get_mut(idx)?;
+        if slot.buf.len() < end {
+            slot.buf.resize(end, 0);
+        }
+        slot.buf.get_mut(start..end)?.copy_from_slice(req.data);
+        for b in start / 8..end.div_ceil(8) {
+            if let Some(w) = slot.bits.get_mut(b / 64) {
+                *w |= 1 << (b % 64);
+            }
+        }
+        if start == 0 {
+            slot.first_proto = Some(req.proto);
+        }
+        if !req.more {
+            slot.total = Some(end);
+        }
+        let total = slot.total?;
+        let proto = slot.first_proto?;
+        let blocks = total.div_ceil(8);
+        let complete = (0..blocks).all(|b| slot.bits.get(b / 64).is_some_and(|w| w & (1 << (b % 64)) != 0));
+        if !complete {
+            return None;
+        }
+        let mut slot = self.slots.swap_remove(idx);
+        slot.buf.truncate(total);
+        std::mem::swap(&mut self.out, &mut slot.buf);
+        Some(proto)
+    }
+
+    /// The payload of the datagram completed by the last successful
+    /// [`Self::insert`].
+    pub fn completed(&self) -> &[u8] {
+        &self.out
+    }
+
+    /// Datagrams in progress.
+    #[cfg(test)]
+    pub fn in_progress(&self) -> usize {
+        self.slots.len()
+    }
+}

@@ -1,0 +1,231 @@
+//! "What did the sender do next with these bytes?"
+//!
+//! Several detectors need the first segment, *by timestamp*, that carries a
+//! given sequence offset after some trigger (an ICMP frag-needed, a zero
+//! window): `frag-needed` reports how fast the sender reacted, `probe-timer-stall`
+//! reports the ≈200 ms it waited. Frames of multi-interface pcapng files are not
+//! in timestamp order (dumpcap writes each interface's buffer as it drains it,
+//! `../shared/lab/README.md`), so the answer may sit a few frames *before* the
+//! trigger in file order. [`FollowUp`] keeps a short per-direction history of
+//! data segments and a list of open watches, and resolves each watch to the
+//! earliest-timestamped segment after the trigger time whose payload covers the
+//! watched offset (or starts at it).
+
+use pcapsleuth_core::{Direction, FrameNo, StreamId, Timestamp};
+use pcapsleuth_flow::SegmentEvent;
+use std::collections::{HashMap, VecDeque};
+
+/// Data segments remembered per (stream, direction) for looking back.
+pub const HISTORY_PER_DIRECTION: usize = 512;
+/// Open watches kept at most; the oldest is closed (as it stands) beyond this.
+pub const MAX_OPEN_WATCHES: usize = 65_536;
+/// A resolved watch stops looking for an earlier-timestamped candidate once
+/// segments 2 s (ns) later than its candidate arrive.
+pub const REORDER_HORIZON_NS: i64 = 2_000_000_000;
+
+/// One data segment as remembered for follow-up matching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegRec {
+    /// Frame number.
+    pub frame: FrameNo,
+    /// Capture time.
+    pub ts: Timestamp,
+    /// Relative sequence of its first byte (bytes).
+    pub rel_seq: i64,
+    /// Payload length in bytes.
+    pub payload_len: u32,
+    /// IP datagram length in bytes.
+    pub ip_len: u32,
+    /// Our verdict: a retransmission.
+    pub retransmission: bool,
+    /// For a retransmission: time since the first transmission of these bytes (ns).
+    pub since_first_tx_ns: Option<i64>,
+}
+
+impl SegRec {
+    /// Build from a segment event.
+    pub fn from_event(s: &SegmentEvent) -> SegRec {
+        SegRec {
+            frame: s.frame,
+            ts: s.ts,
+            rel_seq: s.rel_seq,
+            payload_len: s.payload_len,
+            ip_len: s.ip_len,
+            retransmission: s.analysis.retransmission,
+            since_first_tx_ns: s.since_first_tx_ns,
+        }
+    }
+    /// Whether this segment carries byte `offset` or starts exactly at it.
+    pub fn covers(&self, offset: i64) -> bool {
+        self.rel_seq == offset || (self.rel_seq <= offset && offset < self.rel_seq + self.payload_len as i64)
+    }
+}
+
+/// Handle of a watch, returned by [`FollowUp::watch`].
+pub type WatchId = usize;
+
+#[derive(Debug, Clone, Copy)]
+struct Watch {
+    stream: StreamId,
+    dir: Direction,
+    offset: i64,
+    after: Timestamp,
+    best: Option<SegRec>,
+    open: bool,
+}
+
+/// Tracks data segments and resolves watches (see the module doc).
+#[derive(Debug, Default)]
+pub struct FollowUp {
+    history: HashMap<(StreamId, Direction), VecDeque<SegRec>>,
+    watches: Vec<Watch>,
+    open: HashMap<(StreamId, Direction), Vec<WatchId>>,
+    open_count: usize,
+}
+
+impl FollowUp {
+    /// An empty tracker.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed every segment event (in frame order). Duplicate sightings and
+    /// segments without payload are ignored.
+    pub fn on_segment(&mut self, s: &SegmentEvent) {
+        if s.payload_len == 0 || s.duplicate_of.is_some() {
+            return;
+        }
+        let rec = SegRec::from_event(s);
+        let key = (s.stream, s.dir);
+        let h = self.history.entry(key).or_default();
+        if h.len() >= HISTORY_PER_DIRECTION {
+            h.pop_front();
+        }
+        h.push_back(rec);
+        if let Some(ids) = self.open.get_mut(&key) {
+            let mut closed = 0;
+            ids.retain(|&id| {
+                let Some(w) = self.watches.get_mut(id) else { return false };
+                offer(w, &rec);
+                if let Some(b) = w.best {
+                    if rec.ts.0 > b.ts.0.saturating_add(REORDER_HORIZON_NS) {
+                        w.open = false;
+                        closed += 1;
+                        return false;
+                    }
+                }
+                true
+            });
+            self.open_count -= closed;
+        }
+    }
+
+    /// Start watching for the first segment of `stream`/`dir` after time
+    /// `after` that carries byte `offset` (relative sequence, bytes). Looks
+    /// back through the remembered history first.
+    pub fn watch(&mut self, stream: StreamId, dir: Direction, offset: i64, after: Timestamp) -> WatchId {
+        let mut w = Watch { stream, dir, offset, after, best: None, open: true };
+        if let Some(h) = self.history.get(&(stream, dir)) {
+            for rec in h {
+                offer(&mut w, rec);
+            }
+        }
+        let id = self.watches.len();
+        self.watches.push(w);
+        self.open.entry((stream, dir)).or_default().push(id);
+        self.open_count += 1;
+        if self.open_count > MAX_OPEN_WATCHES {
+            self.close_oldest();
+        }
+        id
+    }
+
+    /// The earliest-timestamped segment found so far for watch `id`.
+    pub fn result(&self, id: WatchId) -> Option<SegRec> {
+        self.watches.get(id).and_then(|w| w.best)
+    }
+
+    /// Segments of `stream`/`dir` remembered, oldest first (frame order).
+    pub fn history(&self, stream: StreamId, dir: Direction) -> impl Iterator<Item = &SegRec> {
+        self.history.get(&(stream, dir)).into_iter().flatten()
+    }
+
+    fn close_oldest(&mut self) {
+        if let Some(w) = self.watches.iter_mut().find(|w| w.open) {
+            w.open = false;
+            let key = (w.stream, w.dir);
+            if let Some(ids) = self.open.get_mut(&key) {
+                if !ids.is_empty() {
+                    ids.remove(0);
+                }
+            }
+            self.open_count = self.open_count.saturating_sub(1);
+        }
+    }
+}
+
+fn offer(w: &mut Watch, rec: &SegRec) {
+    if rec.ts.0 <= w.after.0 || !rec.covers(w.offset) {
+        return;
+    }
+    if w.best.map_or(true, |b| rec.ts.0 < b.ts.0) {
+        w.best = Some(*rec);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pcapsleuth_core::SeqNum;
+    use pcapsleuth_flow::SegmentAnalysis;
+
+    fn seg(frame: u64, ts_ms: i64, rel_seq: i64, len: u32) -> SegmentEvent {
+        SegmentEvent {
+            stream: 0,
+            dir: Direction::ClientToServer,
+            frame,
+            ts: Timestamp(ts_ms * 1_000_000),
+            interface: 0,
+            flags: Default::default(),
+            seq: SeqNum(u32::MAX - 10).add(rel_seq as u32),
+            ack: SeqNum(0),
+            rel_seq,
+            rel_ack: None,
+            payload_len: len,
+            ip_len: len + 52,
+            ip_id: None,
+            window_raw: 0,
+            window_bytes: None,
+            mss: None,
+            window_scale: None,
+            sack_blocks: 0,
+            wireshark: SegmentAnalysis::default(),
+            analysis: SegmentAnalysis::default(),
+            duplicate_of: None,
+            snd_una: 0,
+            snd_nxt: rel_seq + len as i64,
+            since_first_tx_ns: None,
+            ack_rtt_ns: None,
+            bytes_in_flight: None,
+        }
+    }
+
+    #[test]
+    fn resolves_later_segment_and_looks_back_for_out_of_order_frames() {
+        let mut f = FollowUp::new();
+        f.on_segment(&seg(1, 0, 1, 100));
+        // frame 2 is written before the trigger but has a later timestamp
+        f.on_segment(&seg(2, 207, 101, 1348));
+        let w = f.watch(0, Direction::ClientToServer, 101, Timestamp(5_000_000));
+        assert_eq!(f.result(w).map(|r| r.frame), Some(2));
+        // an even earlier-timestamped carrier later in the file wins
+        f.on_segment(&seg(3, 100, 50, 100));
+        assert_eq!(f.result(w).map(|r| r.frame), Some(3));
+        // other direction and non-covering segments are ignored
+        let w2 = f.watch(0, Direction::ServerToClient, 101, Timestamp(0));
+        assert_eq!(f.result(w2), None);
+        let w3 = f.watch(0, Direction::ClientToServer, 5000, Timestamp(0));
+        f.on_segment(&seg(4, 300, 6000, 10));
+        assert_eq!(f.result(w3), None);
+    }
+}

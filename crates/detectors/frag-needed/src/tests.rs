@@ -1,0 +1,241 @@
+//! Table tests over synthesized flow events and packets.
+
+use super::*;
+use pcapsleuth_decode::{Decoded, IcmpMessage, IpHeader, IpVersion, QuotedPacket, TcpFlags};
+use pcapsleuth_detect::{PacketFlowInfo, PacketMeta};
+use pcapsleuth_flow::{FlowStarted, IcmpErrorEvent, QuotedSegmentMatch, SegmentAnalysis, SegmentEvent};
+
+const T0: i64 = 1_700_000_000_000_000_000;
+const ISN: u32 = u32::MAX - 50;
+const C2S: Direction = Direction::ClientToServer;
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+fn ts(ms: f64) -> Timestamp {
+    Timestamp(T0 + (ms * 1e6) as i64)
+}
+
+struct Cap {
+    d: FragNeeded,
+    ctx: FinishContext,
+}
+
+impl Cap {
+    fn new() -> Self {
+        let mut c = Cap { d: FragNeeded::default(), ctx: FinishContext::default() };
+        let client = Endpoint { addr: ip("192.0.2.10"), port: 48001 };
+        let server = Endpoint { addr: ip("198.51.100.10"), port: 9001 };
+        c.ctx.streams.insert(0, (client, server));
+        c.d.on_flow_event(&FlowEvent::FlowStarted(FlowStarted { stream: 0, client, server, frame: 1, ts: ts(0.0) }));
+        c
+    }
+    fn data(&mut self, frame: u64, ms: f64, rel_seq: i64, len: u32) {
+        self.d.on_flow_event(&FlowEvent::Segment(SegmentEvent {
+            stream: 0,
+            dir: C2S,
+            frame,
+            ts: ts(ms),
+            interface: 0,
+            flags: TcpFlags(TcpFlags::ACK),
+            seq: SeqNum(ISN).add(rel_seq as u32),
+            ack: SeqNum(1),
+            rel_seq,
+            rel_ack: Some(1),
+            payload_len: len,
+            ip_len: len + 52,
+            ip_id: None,
+            window_raw: 500,
+            window_bytes: Some(64000),
+            mss: None,
+            window_scale: None,
+            sack_blocks: 0,
+            wireshark: SegmentAnalysis::default(),
+            analysis: SegmentAnalysis::default(),
+            duplicate_of: None,
+            snd_una: 1,
+            snd_nxt: rel_seq + len as i64,
+            since_first_tx_ns: None,
+            ack_rtt_ns: None,
+            bytes_in_flight: None,
+        }));
+    }
+    fn icmp(&mut self, frame: u64, ms: f64, src: &str, mtu: u32, rel_seq: i64, matched: Option<u64>) {
+        let v4 = ip(src).is_ipv4();
+        self.d.on_flow_event(&FlowEvent::IcmpError(IcmpErrorEvent {
+            frame,
+            ts: ts(ms),
+            interface: 0,
+            kind: if v4 { IcmpKind::FragNeeded } else { IcmpKind::PacketTooBig },
+            icmp_type: if v4 { 3 } else { 2 },
+            code: if v4 { 4 } else { 0 },
+            mtu: Some(mtu),
+            icmp_src: ip(src),
+            icmp_dst: ip("192.0.2.10"),
+            quoted_src: Endpoint { addr: ip("192.0.2.10"), port: 48001 },
+            quoted_dst: Endpoint { addr: ip("198.51.100.10"), port: 9001 },
+            quoted_ip_len: 1500,
+            quoted_seq: Some(SeqNum(ISN).add(rel_seq as u32)),
+            stream: Some(0),
+            quoted_dir: Some(C2S),
+            quoted_rel_seq: Some(rel_seq),
+            matched: matched.map(|f| QuotedSegmentMatch { frame: f, ts: ts(ms - 0.1), rel_seq, payload_len: 1448, ip_len: 1500 }),
+        }));
+    }
+    fn run(&mut self) -> Vec<Finding> {
+        self.d.finish(&self.ctx)
+    }
+}
+
+fn ev<'a>(f: &'a Finding, k: &str) -> &'a Value {
+    f.evidence.get(k).unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
+}
+
+#[test]
+fn router_frag_needed_with_immediate_retransmission_is_info_grouped() {
+    let mut c = Cap::new();
+    let mut icmp_frames = Vec::new();
+    for k in 0..5u64 {
+        c.data(10 + k, 1.0 + k as f64 * 0.01, 1 + 1448 * k as i64, 1448);
+    }
+    for k in 0..5u64 {
+        c.icmp(20 + k, 1.1 + k as f64 * 0.01, "192.0.2.1", 1400, 1 + 1448 * k as i64, Some(10 + k));
+        icmp_frames.push(20 + k);
+    }
+    c.data(30, 1.239, 1, 1348);
+    let out = c.run();
+    assert_eq!(out.len(), 1, "{out:?}");
+    let f = &out[0];
+    assert_eq!(f.severity, Severity::Info);
+    assert!(icmp_frames.iter().all(|x| f.frames.contains(x)));
+    assert!(f.frames.contains(&10) && f.frames.contains(&30));
+    assert_eq!(ev(f, "count"), &json!(5));
+    assert_eq!(ev(f, "mtu"), &json!(1400));
+    assert_eq!(ev(f, "self_addressed"), &json!(false));
+    assert_eq!(ev(f, "mtu_deficit_bytes"), &json!(100));
+    assert_eq!(ev(f, "quoted_size_bytes"), &json!(1500));
+    assert_eq!(ev(f, "sender_next"), &json!("immediate"));
+    assert_eq!(ev(f, "sender_delay_ms"), &json!(0.139));
+    assert_eq!(ev(f, "quoted_seq"), &json!(ISN.wrapping_add(1)));
+    assert_eq!(ev(f, "recurrence_s"), &Value::Null);
+    assert_eq!(f.tcp_stream, Some(0));
+}
+
+#[test]
+fn self_addressed_with_out_of_order_carrier_is_a_delayed_warning() {
+    let mut c = Cap::new();
+    c.data(5, 0.0, 1, 100);
+    // dumpcap wrote the c0 carrier (206.9 ms later) before the lo ICMP frames.
+    c.data(9, 206.909, 101, 1348);
+    c.icmp(10, 0.0, "192.0.2.10", 1400, 101, None);
+    c.icmp(11, 0.01, "192.0.2.10", 1400, 1549, None);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    let f = &out[0];
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(ev(f, "self_addressed"), &json!(true));
+    assert_eq!(ev(f, "sender_next"), &json!("delayed"));
+    assert_eq!(ev(f, "sender_delay_ms"), &json!(206.909));
+    assert_eq!(ev(f, "sender_next_frame"), &json!(9));
+    assert!(f.summary.starts_with("Self-addressed"), "{}", f.summary);
+    assert_eq!(f.frames, vec![9, 10, 11]);
+}
+
+#[test]
+fn router_icmp_then_long_wait_is_a_warning_and_never_is_reported() {
+    let mut c = Cap::new();
+    c.icmp(10, 0.0, "192.0.2.1", 1480, 1, Some(9));
+    c.data(11, 310.0, 1, 1428);
+    let out = c.run();
+    assert_eq!(out[0].severity, Severity::Warning);
+    assert_eq!(ev(&out[0], "encapsulation_guess"), &json!("IPIP / IPVS tunnel mode (20 bytes)"));
+
+    let mut c = Cap::new();
+    c.icmp(10, 0.0, "192.0.2.1", 1480, 1, Some(9));
+    c.data(11, 1.0, 90_000, 1428);
+    let out = c.run();
+    assert_eq!(ev(&out[0], "sender_next"), &json!("never"));
+    assert_eq!(out[0].severity, Severity::Info);
+}
+
+#[test]
+fn recurrence_every_600_seconds_is_called_out() {
+    let mut c = Cap::new();
+    c.icmp(10, 0.0, "192.0.2.1", 1480, 1, None);
+    c.icmp(20, 605_000.0, "192.0.2.1", 1480, 500_000, None);
+    c.icmp(30, 1_210_000.0, "192.0.2.1", 1480, 900_000, None);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert_eq!(ev(&out[0], "recurrence_s"), &json!(605));
+    assert!(out[0].summary.contains("mtu_expires"));
+}
+
+#[test]
+fn non_tcp_quote_is_reported_from_the_packet() {
+    let mut d = FragNeeded::default();
+    let hdr = |src: &str, dst: &str, proto: u8, len: u32| IpHeader {
+        version: IpVersion::V4,
+        src: ip(src),
+        dst: ip(dst),
+        ttl: 64,
+        ip_id: Some(1),
+        total_len: len,
+        header_len: 20,
+        protocol: proto,
+        dont_fragment: true,
+        fragment: None,
+    };
+    let decoded = Decoded {
+        ip: Some(hdr("192.0.2.1", "192.0.2.10", 1, 576)),
+        transport: Transport::Icmp(IcmpMessage {
+            version: IpVersion::V4,
+            icmp_type: 3,
+            code: 4,
+            kind: IcmpKind::FragNeeded,
+            mtu: Some(1450),
+            quoted: Some(QuotedPacket {
+                ip: hdr("192.0.2.10", "198.51.100.53", 17, 1500),
+                src_port: Some(5353),
+                dst_port: Some(53),
+                tcp_seq: None,
+                tcp_ack: None,
+                tcp_flags: None,
+                transport_bytes: 8,
+            }),
+        }),
+        ..Default::default()
+    };
+    let pkt = PacketContext {
+        meta: PacketMeta { frame: 7, ts: ts(0.0), interface: 0 },
+        decoded: &decoded,
+        flow: PacketFlowInfo::default(),
+    };
+    d.on_packet(&pkt);
+    d.on_packet(&pkt); // the same frame twice is one message
+    let out = d.finish(&FinishContext::default());
+    assert_eq!(out.len(), 1);
+    let f = &out[0];
+    assert_eq!(f.tcp_stream, None);
+    assert_eq!(f.frames, vec![7]);
+    assert_eq!(ev(f, "encapsulation_guess"), &json!("VXLAN (50 bytes)"));
+    assert_eq!(ev(f, "mtu_deficit_bytes"), &json!(50));
+    assert_eq!(ev(f, "sender_next"), &json!("unknown"));
+    assert_eq!(f.flow.as_ref().map(|r| r.protocol.as_str()), Some("udp"));
+}
+
+#[test]
+fn encapsulation_table() {
+    for (mtu, want) in [
+        (1480, "IPIP"),
+        (1476, "GRE"),
+        (1450, "VXLAN"),
+        (1420, "WireGuard"),
+        (1440, "WireGuard"),
+        (1492, "PPPoE"),
+        (1400, "IPsec"),
+        (1438, "IPsec"),
+        (1300, "unknown"),
+    ] {
+        assert!(encapsulation_guess(mtu).starts_with(want), "{mtu}: {}", encapsulation_guess(mtu));
+    }
+}

@@ -1,0 +1,235 @@
+//! Table tests over synthesized flow events.
+
+use super::*;
+use pcapsleuth_core::Timestamp;
+use pcapsleuth_decode::TcpFlags;
+use pcapsleuth_flow::{FlowStarted, SegmentAnalysis};
+
+const T0: i64 = 1_700_000_000_000_000_000;
+const C2S: Direction = Direction::ClientToServer;
+const S2C: Direction = Direction::ServerToClient;
+const SYN: u16 = TcpFlags::SYN;
+const SYNACK: u16 = TcpFlags::SYN | TcpFlags::ACK;
+const ACK: u16 = TcpFlags::ACK;
+const RSTACK: u16 = TcpFlags::RST | TcpFlags::ACK;
+const CISN: u32 = u32::MAX - 3;
+const SISN: u32 = 0xffff_fff0;
+
+/// Builds the event stream of a capture, one connection at a time.
+struct Cap {
+    events: Vec<FlowEvent>,
+    frame: u64,
+}
+
+impl Cap {
+    fn new() -> Self {
+        Cap { events: Vec::new(), frame: 0 }
+    }
+    fn flow(&mut self, stream: u64, cport: u16, server: &str, sport: u16) {
+        self.frame += 1;
+        self.events.push(FlowEvent::FlowStarted(FlowStarted {
+            stream,
+            client: Endpoint { addr: "192.0.2.10".parse().unwrap(), port: cport },
+            server: Endpoint { addr: server.parse().unwrap(), port: sport },
+            frame: self.frame,
+            ts: Timestamp(T0),
+        }));
+        self.frame -= 1;
+    }
+    /// One segment; `dup` marks another sighting of frame `dup`. Returns its frame number.
+    fn seg(&mut self, stream: u64, dir: Direction, ms: f64, flags: u16, seq: u32, ack: u32, dup: Option<u64>) -> u64 {
+        self.frame += 1;
+        let ts = Timestamp(T0 + (ms * 1e6) as i64);
+        self.events.push(FlowEvent::Segment(SegmentEvent {
+            stream,
+            dir,
+            frame: self.frame,
+            ts,
+            interface: 0,
+            flags: TcpFlags(flags),
+            seq: SeqNum(seq),
+            ack: SeqNum(ack),
+            rel_seq: 0,
+            rel_ack: None,
+            payload_len: 0,
+            ip_len: 60,
+            ip_id: None,
+            window_raw: 64240,
+            window_bytes: None,
+            mss: Some(1460),
+            window_scale: Some(7),
+            sack_blocks: 0,
+            wireshark: SegmentAnalysis::default(),
+            analysis: SegmentAnalysis::default(),
+            duplicate_of: dup,
+            snd_una: 0,
+            snd_nxt: 1,
+            since_first_tx_ns: None,
+            ack_rtt_ns: None,
+            bytes_in_flight: None,
+        }));
+        self.frame
+    }
+    /// A handshake whose client SYNs leave at `syn_ms` and that is answered at `answer_ms` (None: never).
+    fn connect(&mut self, stream: u64, cport: u16, syn_ms: &[f64], answer_ms: Option<f64>) -> Vec<u64> {
+        self.flow(stream, cport, "198.51.100.10", 8080);
+        let mut frames = Vec::new();
+        for &t in syn_ms {
+            frames.push(self.seg(stream, C2S, t, SYN, CISN, 0, None));
+        }
+        if let Some(t) = answer_ms {
+            frames.push(self.seg(stream, S2C, t, SYNACK, SISN, CISN.wrapping_add(1), None));
+            self.seg(stream, C2S, t + 0.1, ACK, CISN.wrapping_add(1), SISN.wrapping_add(1), None);
+        }
+        frames
+    }
+    fn run(&self) -> Vec<Finding> {
+        let mut d = SynRetransmit::default();
+        let mut ctx = FinishContext::default();
+        for e in &self.events {
+            if let FlowEvent::FlowStarted(f) = e {
+                ctx.streams.insert(f.stream, (f.client, f.server));
+            }
+            d.on_flow_event(e);
+        }
+        d.finish(&ctx)
+    }
+}
+
+fn ev<'a>(f: &'a Finding, k: &str) -> &'a Value {
+    f.evidence.get(k).unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
+}
+
+#[test]
+fn one_retry_then_connected_is_a_warning_with_delay_and_ladder() {
+    let mut c = Cap::new();
+    let frames = c.connect(0, 41001, &[0.0, 1016.801], Some(1016.886));
+    let out = c.run();
+    assert_eq!(out.len(), 1, "{out:?}");
+    let f = &out[0];
+    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.detector, ID);
+    assert_eq!(f.tcp_stream, Some(0));
+    assert!(frames.iter().all(|fr| f.frames.contains(fr)), "{:?} ⊄ {:?}", frames, f.frames);
+    assert_eq!(ev(f, "delay_ms"), &json!(1016.886));
+    assert_eq!(ev(f, "syn_count"), &json!(2));
+    assert_eq!(ev(f, "connected"), &json!(true));
+    assert_eq!(ev(f, "gaps_ms"), &json!([1016.801]));
+    assert_eq!(ev(f, "rto_ms"), &json!(1016.801));
+    assert!(ev(f, "ladder").as_str().unwrap().contains("1 s initial RTO"), "{}", ev(f, "ladder"));
+    assert_eq!(f.flow.as_ref().map(|r| r.client_port), Some(41001));
+    assert!(f.summary.contains("1016.9 ms late"), "{}", f.summary);
+}
+
+#[test]
+fn ladders_are_told_apart() {
+    let s = 1_000_000_000i64;
+    assert!(ladder_for(&[1_019_705_000, 2_016_064_000]).starts_with("Linux classic"));
+    assert!(ladder_for(&[1_030_000_000, 2_016_000_000, 4_255_985_000]).starts_with("Linux classic"));
+    assert!(ladder_for(&[s + 20_000_000, s + 12_000_000, s + 9_000_000]).starts_with("Linux >= 6.5"));
+    assert!(ladder_for(&[3 * s + 10_000_000]).starts_with("3 s initial RTO (Windows"));
+    assert!(ladder_for(&[3 * s, 6 * s, 12 * s]).starts_with("3 s initial RTO doubling"));
+    assert_eq!(ladder_for(&[1_500_000_000]), "unrecognised");
+    assert_eq!(ladder_for(&[]), "none");
+}
+
+#[test]
+fn duplicate_sightings_are_not_retransmissions() {
+    let mut c = Cap::new();
+    c.flow(0, 40001, "198.51.100.10", 8080);
+    let first = c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, Some(first));
+    let sa = c.seg(0, S2C, 0.05, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(0, S2C, 0.05, SYNACK, SISN, CISN.wrapping_add(1), Some(sa));
+    c.seg(0, C2S, 0.1, ACK, CISN.wrapping_add(1), SISN.wrapping_add(1), None);
+    assert!(c.run().is_empty());
+}
+
+#[test]
+fn refused_connection_is_not_flagged_but_refused_after_retries_is() {
+    let mut c = Cap::new();
+    c.flow(0, 40005, "198.51.100.10", 8081);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    c.seg(0, S2C, 0.05, RSTACK, 0, CISN.wrapping_add(1), None);
+    assert!(c.run().is_empty());
+
+    c.flow(1, 40006, "198.51.100.10", 8081);
+    c.seg(1, C2S, 10.0, SYN, 7, 0, None);
+    c.seg(1, C2S, 1022.0, SYN, 7, 0, None);
+    c.seg(1, S2C, 1022.1, RSTACK, 0, 8, None);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].severity, Severity::Warning);
+    assert_eq!(ev(&out[0], "refused"), &json!(true));
+}
+
+#[test]
+fn never_answered_is_an_error_with_classic_ladder() {
+    let mut c = Cap::new();
+    c.connect(0, 43001, &[0.0, 1030.0, 3046.0, 7302.0], None);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    let f = &out[0];
+    assert_eq!(f.severity, Severity::Error);
+    assert_eq!(ev(f, "connected"), &json!(false));
+    assert_eq!(ev(f, "syn_count"), &json!(4));
+    assert_eq!(ev(f, "delay_ms"), &json!(7302.0));
+    assert!(ev(f, "ladder").as_str().unwrap().starts_with("Linux classic"));
+}
+
+#[test]
+fn lost_synack_counts_server_retransmission_and_delay_to_acked_synack() {
+    // Lab syn-44001: SYN, SYN after 1011 ms, SYN/ACK, ACK, SYN/ACK again.
+    let mut c = Cap::new();
+    c.flow(0, 44001, "198.51.100.10", 8080);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    let retx = c.seg(0, C2S, 1010.916, SYN, CISN, 0, None);
+    c.seg(0, S2C, 1011.005, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(0, C2S, 1011.05, ACK, CISN.wrapping_add(1), SISN.wrapping_add(1), None);
+    c.seg(0, S2C, 1011.077, SYNACK, SISN, CISN.wrapping_add(1), None);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert!(out[0].frames.contains(&retx));
+    assert_eq!(ev(&out[0], "synack_retransmits"), &json!(1));
+    assert_eq!(ev(&out[0], "delay_ms"), &json!(1011.005));
+}
+
+#[test]
+fn new_isn_on_same_ports_is_a_new_attempt() {
+    let mut c = Cap::new();
+    c.flow(0, 40010, "198.51.100.10", 8080);
+    c.seg(0, C2S, 0.0, SYN, 100, 0, None);
+    c.seg(0, S2C, 0.05, RSTACK, 0, 101, None);
+    c.seg(0, C2S, 1000.0, SYN, 900_000, 0, None);
+    c.seg(0, S2C, 1000.05, SYNACK, SISN, 900_001, None);
+    assert!(c.run().is_empty());
+}
+
+#[test]
+fn conntrack_race_shape_on_a_minority_delayed_by_one_or_three_seconds() {
+    let mut c = Cap::new();
+    for i in 0..8u64 {
+        let t = i as f64 * 10.0;
+        c.connect(i, 30000 + i as u16, &[t], Some(t + 0.05));
+    }
+    c.connect(8, 31000, &[100.0, 1110.0], Some(1110.1));
+    c.connect(9, 31001, &[200.0, 1210.0, 3215.0], Some(3215.1));
+    let out = c.run();
+    assert_eq!(out.len(), 2, "{out:?}");
+    for f in &out {
+        assert_eq!(ev(f, "conntrack_race_shape"), &json!(true), "{f:?}");
+        assert_eq!(ev(f, "service_connections"), &json!(10));
+        assert_eq!(ev(f, "service_delayed"), &json!(2));
+        assert!(f.summary.contains("conntrack"), "{}", f.summary);
+        assert!(f.remedy.contains("--random-fully"));
+    }
+    // A majority delayed is not the race shape.
+    let mut c = Cap::new();
+    for i in 0..4u64 {
+        c.connect(i, 30000 + i as u16, &[0.0, 1010.0], Some(1010.1));
+    }
+    c.connect(4, 31000, &[0.0], Some(0.05));
+    let out = c.run();
+    assert_eq!(out.len(), 4);
+    assert!(out.iter().all(|f| ev(f, "conntrack_race_shape") == &json!(false)));
+}

@@ -1,0 +1,116 @@
+//! Transmission history in 64-bit relative sequence space, for the values
+//! Wireshark does not give exactly: time since the *first* transmission of
+//! re-sent bytes, and ACK RTT samples under Karn's rule (RFC 6298 §3: no RTT
+//! sample from a segment that was retransmitted).
+
+use pcapsleuth_core::seq::SeqUnwrapper;
+use pcapsleuth_core::{FrameNo, SeqNum};
+use std::collections::VecDeque;
+
+/// Most first-transmission records kept per direction (oldest dropped first).
+const MAX_RECORDS: usize = 4096;
+
+#[derive(Debug, Clone, Copy)]
+struct TxRecord {
+    /// First byte, relative (SYN and FIN count as one byte each).
+    start: i64,
+    /// One past the last byte.
+    end: i64,
+    /// When these bytes were first sent, ns.
+    first_ts: i64,
+    /// Frame of that first transmission.
+    frame: FrameNo,
+    /// Some of these bytes were sent more than once.
+    retransmitted: bool,
+}
+
+/// What one direction has sent.
+#[derive(Debug, Clone, Default)]
+struct DirHistory {
+    unwrap: Option<SeqUnwrapper>,
+    /// First transmissions, sorted by `start`, not overlapping.
+    records: VecDeque<TxRecord>,
+    /// Highest `end` sent so far.
+    high: i64,
+    /// Highest cumulative ACK received from the peer, relative.
+    snd_una: Option<i64>,
+}
+
+/// Both directions of one stream.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TxHistory {
+    dirs: [DirHistory; 2],
+}
+
+/// A segment sent by `dir`: its sequence span.
+pub(crate) struct Sent {
+    pub dir: usize,
+    pub seq: SeqNum,
+    /// Sequence space used: payload + SYN + FIN, bytes.
+    pub span: u32,
+    pub ts: i64,
+    pub frame: FrameNo,
+}
+
+impl TxHistory {
+    /// Record a transmission; returns the time since the first transmission
+    /// of the earliest re-sent byte (ns) when some of its bytes were sent before.
+    pub(crate) fn on_sent(&mut self, s: &Sent) -> Option<i64> {
+        let h = &mut self.dirs[s.dir & 1];
+        let unwrap = h.unwrap.get_or_insert_with(|| SeqUnwrapper::new(s.seq));
+        let start = unwrap.unwrap(s.seq);
+        if s.span == 0 {
+            return None;
+        }
+        let end = start + i64::from(s.span);
+        let mut since = None;
+        if h.records.is_empty() {
+            h.high = start;
+        }
+        if start < h.high {
+            // Some bytes re-sent: mark every record they overlap.
+            let resent_end = end.min(h.high);
+            let mut i = h.records.partition_point(|r| r.end <= start);
+            let mut first: Option<i64> = None;
+            while let Some(r) = h.records.get_mut(i) {
+                if r.start >= resent_end {
+                    break;
+                }
+                r.retransmitted = true;
+                first = Some(first.map_or(r.first_ts, |f: i64| f.min(r.first_ts)));
+                i += 1;
+            }
+            since = first.map(|f| s.ts.saturating_sub(f));
+        }
+        if end > h.high {
+            let new_start = start.max(h.high);
+            h.records.push_back(TxRecord {
+                start: new_start,
+                end,
+                first_ts: s.ts,
+                frame: s.frame,
+                retransmitted: new_start != start,
+            });
+            h.high = end;
+            if h.records.len() > MAX_RECORDS {
+                h.records.pop_front();
+            }
+        }
+        since
+    }
+
+    /// An ACK sent by `dir` acknowledging `ack` in the peer's space. Returns
+    /// `(rtt_ns, frame)` when it newly and exactly acknowledges the end of a
+    /// segment that was sent only once (Karn's rule).
+    pub(crate) fn on_ack(&mut self, dir: usize, ack: SeqNum, ts: i64) -> Option<(i64, FrameNo)> {
+        let h = &mut self.dirs[(dir & 1) ^ 1];
+        let a = h.unwrap.as_ref()?.peek(ack);
+        if h.snd_una.is_some_and(|u| a <= u) {
+            return None;
+        }
+        h.snd_una = Some(a);
+        let i = h.records.partition_point(|r| r.end < a);
+        let r = h.records.get(i)?;
+        (r.end == a && !r.retransmitted).then(|| (ts.saturating_sub(r.first_ts), r.frame))
+    }
+}

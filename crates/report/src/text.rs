@@ -1,0 +1,214 @@
+//! Plain-text renderers for terminals (`--format text`, the default).
+
+use crate::common::{endpoint, evidence_value, flow, plural, severity_counts};
+use crate::model::{CaptureReport, Report};
+use crate::time::{format_duration_s, format_ts_utc};
+use pcapsleuth_core::{Finding, Severity};
+use pcapsleuth_flow::FlowSummary;
+use std::fmt::Write as _;
+
+/// Options for [`render_text`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TextOptions {
+    /// Emit ANSI SGR colour escapes (the CLI sets this only when stdout is a
+    /// terminal and `NO_COLOR` is unset).
+    pub color: bool,
+}
+
+/// ANSI styling that collapses to nothing when colour is off.
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+    fn severity(&self, sev: Severity) -> String {
+        let label = format!("{:<7}", sev.as_str());
+        let code = match sev {
+            Severity::Error => "1;31",
+            Severity::Warning => "33",
+            Severity::Info => "36",
+        };
+        self.paint(code, &label)
+    }
+}
+
+/// Render the report for a terminal.
+///
+/// Layout, per capture in report order:
+///
+/// ```text
+/// == <path> (<format>, <span start> .. <span end>, <duration>)
+/// <severity> <detector> tcp.stream <N> <client:port -> server:port> <summary>
+///         <wireshark_filter>
+///         <stream_filter>
+/// warning: <kind> at byte <offset> (frame <n>): <message>
+/// error: <error>
+/// -- <packets> packets, <n> TCP streams, <n> findings (<e> error, <w> warning, <i> info)
+/// ```
+///
+/// A blank line separates captures. Output is deterministic (no clock, no locale).
+pub fn render_text(report: &Report, opts: &TextOptions) -> String {
+    let mut out = String::new();
+    for (i, c) in report.captures.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(&render_capture_text(c, opts));
+    }
+    out
+}
+
+/// Text for one capture (a block of [`render_text`]), so a caller can print
+/// captures as they finish.
+pub fn render_capture_text(c: &CaptureReport, opts: &TextOptions) -> String {
+    let st = Style { on: opts.color };
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", st.paint("1", &format!("== {}{}", c.path, header_facts(c))));
+    for f in &c.findings {
+        let _ = writeln!(out, "{}", finding_line(f, &st));
+        if !f.wireshark_filter.is_empty() {
+            let _ = writeln!(out, "        {}", st.paint("2", &f.wireshark_filter));
+        }
+        if let Some(sf) = &f.stream_filter {
+            let _ = writeln!(out, "        {}", st.paint("2", sf));
+        }
+    }
+    for w in &c.warnings {
+        let kind = serde_json::to_value(w.kind).map(|v| evidence_value(&v)).unwrap_or_default();
+        let frame = w.frame.map(|f| format!(" (frame {f})")).unwrap_or_default();
+        let _ = writeln!(out, "{} {kind} at byte {}{frame}: {}", st.paint("33", "warning:"), w.offset, w.message);
+    }
+    if let Some(e) = &c.error {
+        let _ = writeln!(out, "{} {e}", st.paint("1;31", "error:"));
+    }
+    let [e, w, i] = severity_counts(&c.findings);
+    let _ = writeln!(
+        out,
+        "-- {}, {}, {} ({e} error, {w} warning, {i} info)",
+        plural(c.packets, "packet"),
+        plural(c.tcp_streams, "TCP stream"),
+        plural(c.findings.len() as u64, "finding"),
+    );
+    out
+}
+
+/// ` (pcap, 2024-…Z .. 2024-…Z, 3.000 s)` or ` (unreadable)`.
+fn header_facts(c: &CaptureReport) -> String {
+    match &c.format {
+        None => " (unreadable)".to_string(),
+        Some(fmt) if c.packets == 0 => format!(" ({fmt}, no packets)"),
+        Some(fmt) => format!(
+            " ({fmt}, {} .. {}, {})",
+            format_ts_utc(c.first_ts_ns),
+            format_ts_utc(c.last_ts_ns),
+            format_duration_s(c.last_ts_ns.saturating_sub(c.first_ts_ns))
+        ),
+    }
+}
+
+fn finding_line(f: &Finding, st: &Style) -> String {
+    let mut line = format!("{} {}", st.severity(f.severity), f.detector);
+    if let Some(s) = f.tcp_stream {
+        let _ = write!(line, "  tcp.stream {s}");
+    }
+    if let Some(fl) = &f.flow {
+        let _ = write!(line, "  {}", flow(fl));
+    }
+    let _ = write!(line, "  {}", f.summary);
+    line
+}
+
+/// Format an optional ms value with three decimals, `-` when absent.
+fn ms(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.3}"),
+        _ => "-".to_string(),
+    }
+}
+
+/// Render `pcapsleuth flows` as an aligned table per capture.
+///
+/// Columns: `stream`, `client`, `server`, `state` (Zeek `conn_state`), `pkts`
+/// (both ways), `bytes` (IP bytes both ways), `dur_ms`, `rexmit` (all
+/// retransmissions, our verdict), `zwin_ms` (time at zero window),
+/// `hs_rtt_ms` (handshake RTT), `stall_ms` (longest stall). Each capture starts
+/// with `== <path>` and ends with a `-- <n> flows` line; unreadable captures
+/// show `error:`.
+pub fn render_flows_text(report: &Report) -> String {
+    let mut out = String::new();
+    for (i, c) in report.captures.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let _ = writeln!(out, "== {}", c.path);
+        if !c.flows.is_empty() {
+            out.push_str(&flows_table(&c.flows));
+        }
+        if let Some(e) = &c.error {
+            let _ = writeln!(out, "error: {e}");
+        }
+        let _ = writeln!(out, "-- {}", plural(c.flows.len() as u64, "flow"));
+    }
+    out
+}
+
+fn flows_table(flows: &[FlowSummary]) -> String {
+    const HEAD: [&str; 11] =
+        ["stream", "client", "server", "state", "pkts", "bytes", "dur_ms", "rexmit", "zwin_ms", "hs_rtt_ms", "stall_ms"];
+    let rows: Vec<[String; 11]> = flows
+        .iter()
+        .map(|f| {
+            let state = serde_json::to_value(f.state).map(|v| evidence_value(&v)).unwrap_or_default();
+            [
+                f.tcp_stream.to_string(),
+                endpoint(&f.client, f.client_port),
+                endpoint(&f.server, f.server_port),
+                state,
+                f.packets.to_string(),
+                f.bytes.to_string(),
+                ms(Some(f.duration_ms)),
+                f.retransmissions.total.to_string(),
+                ms(Some(f.zero_window_ms)),
+                ms(f.handshake_rtt_ms),
+                ms(Some(f.longest_stall_ms)),
+            ]
+        })
+        .collect();
+    let mut width = HEAD.map(str::len);
+    for r in &rows {
+        for (w, cell) in width.iter_mut().zip(r.iter()) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    // Text columns (client, server, state) left-aligned; numbers right-aligned.
+    let left = |i: usize| (1..=3).contains(&i);
+    let mut out = String::new();
+    let mut push_row = |cells: &[String]| {
+        let mut line = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let w = width[i];
+            if left(i) {
+                let _ = write!(line, "{cell:<w$}");
+            } else {
+                let _ = write!(line, "{cell:>w$}");
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    };
+    push_row(&HEAD.map(str::to_string));
+    for r in &rows {
+        push_row(r);
+    }
+    out
+}

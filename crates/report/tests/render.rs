@@ -1,0 +1,273 @@
+//! Renderer tests on a hand-made report (independent of the detectors): every
+//! format is snapshotted, and the structural promises (JSONL line shape, order,
+//! determinism, colour off by default) are asserted directly.
+
+use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};
+use pcapsleuth_flow::{ConnState, FlowSummary, RetransmissionCounts, RttStats};
+use pcapsleuth_ingest::{CaptureWarning, WarningKind};
+use pcapsleuth_report::*;
+use serde_json::{json, Value};
+
+const T0: i64 = 1_700_000_000_123_456_789;
+
+fn flow(client: &str, cp: u16, server: &str, sp: u16) -> Option<FlowRef> {
+    Some(FlowRef {
+        protocol: "tcp".into(),
+        client: client.into(),
+        client_port: cp,
+        server: server.into(),
+        server_port: sp,
+    })
+}
+
+fn ev(v: Value) -> Evidence {
+    match v {
+        Value::Object(m) => m,
+        _ => Evidence::new(),
+    }
+}
+
+fn sample() -> Report {
+    let f1 = Finding::new(
+        "syn-retransmit",
+        Severity::Warning,
+        "SYN to 10.0.0.2:80 was retransmitted 2 times; the connection took 3.001 s to establish.".into(),
+        flow("10.0.0.1", 40000, "10.0.0.2", 80),
+        Some(0),
+        vec![3, 1, 2],
+        T0,
+        T0 + 3_001_000_000,
+        "Find what drops SYNs to this server (firewall, full accept queue).".into(),
+        ev(json!({"retransmissions": 2, "delay_ms": 3001, "rto_ms": [1000, 2000]})),
+    );
+    let f2 = Finding::new(
+        "mss-blackhole",
+        Severity::Error,
+        "Segments larger than 1400 bytes never arrive: a path MTU | black hole.".into(),
+        flow("2001:db8::1", 51000, "2001:db8::2", 443),
+        Some(1),
+        vec![10, 12],
+        T0 + 10_000_000_000,
+        T0 + 14_000_000_000,
+        "Clamp the MSS on the tunnel (`iptables ... --clamp-mss-to-pmtu`).".into(),
+        ev(json!({"largest_delivered_bytes": 1400, "mtu": null, "note": "a_b*c"})),
+    );
+    let f3 = Finding::new(
+        "zero-window",
+        Severity::Info,
+        "Receiver advertised a zero window for 200 ms.".into(),
+        None,
+        None,
+        vec![20],
+        T0 + 20_000_000_000,
+        T0 + 20_200_000_000,
+        String::new(),
+        Evidence::new(),
+    );
+    let mut findings = vec![f2, f3, f1];
+    pcapsleuth_core::finding::sort_findings(&mut findings);
+    let good = CaptureReport {
+        path: "fixtures/captures/sample.pcapng".into(),
+        format: Some("pcapng".into()),
+        packets: 21,
+        first_ts_ns: T0,
+        last_ts_ns: T0 + 20_200_000_000,
+        interfaces: vec![
+            InterfaceReport { id: 0, name: Some("eth0".into()), linktype: "ETHERNET".into() },
+            InterfaceReport { id: 1, name: None, linktype: "LINUX_SLL2".into() },
+        ],
+        tcp_streams: 2,
+        warnings: vec![CaptureWarning {
+            kind: WarningKind::TruncatedRecord,
+            offset: 4242,
+            frame: Some(22),
+            message: "record header claims 1514 bytes, 100 left".into(),
+        }],
+        error: None,
+        findings,
+        flows: vec![],
+    };
+    let bad = CaptureReport {
+        path: "notes.txt".into(),
+        format: None,
+        packets: 0,
+        first_ts_ns: 0,
+        last_ts_ns: 0,
+        interfaces: vec![],
+        tcp_streams: 0,
+        warnings: vec![],
+        error: Some("notes.txt: not a pcap or pcapng capture (first bytes 68656c6c)".into()),
+        findings: vec![],
+        flows: vec![],
+    };
+    Report { schema_version: SCHEMA_VERSION, captures: vec![good, bad] }
+}
+
+fn summary(stream: u64, client: &str, state: ConnState) -> FlowSummary {
+    FlowSummary {
+        tcp_stream: stream,
+        client: client.into(),
+        client_port: 40000 + stream as u16,
+        server: "10.0.0.2".into(),
+        server_port: 80,
+        packets: 10,
+        bytes: 4321,
+        packets_c2s: 6,
+        packets_s2c: 4,
+        payload_bytes_c2s: 100,
+        payload_bytes_s2c: 3000,
+        first_frame: 1,
+        last_frame: 10,
+        duration_ms: 1234.5,
+        state,
+        retransmissions: RetransmissionCounts { total: 2, rto: 1, fast: 1, spurious: 0 },
+        duplicate_sightings: 0,
+        sightings: vec![],
+        sightings_capped: false,
+        zero_window_ms: 0.0,
+        zero_window_episodes: 0,
+        handshake_rtt_ms: Some(0.25),
+        rtt_ms: Some(RttStats { min: 0.2, avg: 0.3, max: 0.5 }),
+        longest_stall_ms: 1000.0,
+        longest_stall_frames: Some([3, 4]),
+        mss: [Some(1460), None],
+        window_scale: [Some(7), Some(7)],
+        unacked_capped: false,
+    }
+}
+
+fn flows_sample() -> Report {
+    let mut r = sample();
+    r.captures[0].flows = vec![summary(0, "10.0.0.1", ConnState::SF), summary(1, "2001:db8::1", ConnState::S0)];
+    r.captures[0].flows[1].handshake_rtt_ms = None;
+    r
+}
+
+#[test]
+fn json_is_pretty_with_trailing_newline_and_contract_keys() {
+    let s = render_json(&sample());
+    assert!(s.ends_with("}\n"));
+    let v: Value = serde_json::from_str(&s).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    let c = &v["captures"][0];
+    assert!(c.get("flows").is_none(), "flows omitted from analyze JSON");
+    let keys: Vec<&str> = c["findings"][0].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "detector", "severity", "summary", "flow", "tcp_stream", "frames", "start_ts_ns", "end_ts_ns",
+            "wireshark_filter", "stream_filter", "remedy", "evidence"
+        ]
+    );
+    assert_eq!(c["findings"][0]["frames"], json!([1, 2, 3]));
+    assert_eq!(v["captures"][1]["format"], Value::Null);
+    insta::assert_snapshot!("sample.json", s);
+}
+
+#[test]
+fn jsonl_has_one_finding_per_line_with_path_first() {
+    let r = sample();
+    let s = render_jsonl(&r);
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(lines.len(), 3);
+    assert!(s.ends_with('\n'));
+    let mut detectors = Vec::new();
+    for l in &lines {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let obj = v.as_object().unwrap();
+        assert_eq!(obj.keys().next().map(String::as_str), Some("path"));
+        assert_eq!(obj["path"], "fixtures/captures/sample.pcapng");
+        assert_eq!(obj.len(), 13);
+        detectors.push(obj["detector"].as_str().unwrap().to_string());
+    }
+    assert_eq!(detectors, ["syn-retransmit", "mss-blackhole", "zero-window"]);
+    assert_eq!(render_capture_jsonl(&r.captures[1]), "");
+    insta::assert_snapshot!("sample.jsonl", s);
+}
+
+#[test]
+fn text_layout() {
+    let r = sample();
+    let s = render_text(&r, &TextOptions::default());
+    assert!(!s.contains('\x1b'), "no colour unless asked");
+    assert!(s.contains("[2001:db8::1]:51000 -> [2001:db8::2]:443"));
+    assert!(s.contains("-- 21 packets, 2 TCP streams, 3 findings (1 error, 1 warning, 1 info)"));
+    assert!(s.contains("error: notes.txt: not a pcap"));
+    assert!(s.contains("warning: truncated_record at byte 4242 (frame 22)"));
+    insta::assert_snapshot!("sample.txt", s);
+    let colored = render_text(&r, &TextOptions { color: true });
+    assert!(colored.contains("\x1b[1;31merror  \x1b[0m"));
+    // Stripping escapes gives back the plain text.
+    let mut stripped = String::new();
+    let mut chars = colored.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            stripped.push(c);
+        }
+    }
+    assert_eq!(stripped, s);
+}
+
+#[test]
+fn markdown_layout() {
+    let s = render_markdown(&sample());
+    assert!(s.starts_with("# pcapsleuth report\n"));
+    // Severity order in the findings table: error first.
+    let e = s.find("| 1 | error | `mss-blackhole`").expect("error first");
+    let w = s.find("| 2 | warning | `syn-retransmit`").expect("warning second");
+    assert!(e < w);
+    assert!(s.contains("| Span | 2023-11-14T22:13:20.123456789Z → 2023-11-14T22:13:40.323456789Z (20.200 s) |"));
+    // A pipe in a summary must not break the table row.
+    assert!(s.contains("path MTU \\| black hole"));
+    assert!(s.contains("- Wireshark filter: `frame.number in {1,2,3}`"));
+    // Every table row has the same number of unescaped pipes as its header.
+    for block in s.split("\n\n") {
+        let rows: Vec<&str> = block.lines().filter(|l| l.starts_with('|')).collect();
+        if let Some(head) = rows.first() {
+            let count = |l: &str| l.replace("\\|", "").matches('|').count();
+            for r in &rows {
+                assert_eq!(count(r), count(head), "row {r:?} in block {block:?}");
+            }
+        }
+    }
+    insta::assert_snapshot!("sample.md", s);
+}
+
+#[test]
+fn flows_renderers() {
+    let r = flows_sample();
+    let j = render_flows_json(&r);
+    let v: Value = serde_json::from_str(&j).unwrap();
+    assert_eq!(v["captures"][0]["flows"][1]["tcp_stream"], 1);
+    assert_eq!(v["captures"][1]["flows"], json!([]));
+    assert!(v["captures"][1]["error"].is_string());
+    assert!(v["captures"][0].get("findings").is_none());
+    insta::assert_snapshot!("sample.flows.json", j);
+    let t = render_flows_text(&r);
+    assert!(t.contains("-- 2 flows"));
+    assert!(t.contains("[2001:db8::1]:40001"));
+    insta::assert_snapshot!("sample.flows.txt", t);
+}
+
+#[test]
+fn rendering_is_deterministic() {
+    let r = sample();
+    assert_eq!(render_json(&r), render_json(&sample()));
+    assert_eq!(render_markdown(&r), render_markdown(&sample()));
+    assert_eq!(render_text(&r, &TextOptions::default()), render_text(&sample(), &TextOptions::default()));
+}
+
+#[test]
+fn empty_report_renders() {
+    let r = Report { schema_version: SCHEMA_VERSION, captures: vec![] };
+    assert_eq!(render_json(&r), "{\n  \"schema_version\": 1,\n  \"captures\": []\n}\n");
+    assert_eq!(render_jsonl(&r), "");
+    assert_eq!(render_text(&r, &TextOptions::default()), "");
+    assert_eq!(render_markdown(&r), "# pcapsleuth report\n");
+}

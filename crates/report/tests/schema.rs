@@ -1,0 +1,96 @@
+//! Validate JSON output against the hand-maintained `docs/report.schema.json`:
+//! every JSON / JSONL / flows-JSON snapshot of this crate and of the CLI, plus
+//! a freshly rendered sample. The schema is strict (no unknown keys), so a field
+//! added to the model without updating the schema (and the crate docs) fails.
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn schema() -> Value {
+    let text = std::fs::read_to_string(root().join("docs/report.schema.json")).expect("docs/report.schema.json");
+    serde_json::from_str(&text).expect("schema is JSON")
+}
+
+/// A validator for `#/$defs/<def>` (or the root when `def` is None).
+fn validator(def: Option<&str>) -> jsonschema::Validator {
+    let mut s = schema();
+    if let Some(d) = def {
+        s = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": s["$defs"].clone(),
+            "$ref": format!("#/$defs/{d}"),
+        });
+    }
+    jsonschema::draft202012::new(&s).expect("schema compiles")
+}
+
+fn check(v: &jsonschema::Validator, doc: &Value, what: &str) {
+    let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
+    assert!(errors.is_empty(), "{what} does not match docs/report.schema.json:\n{}", errors.join("\n"));
+}
+
+/// The body of an insta `.snap` file (after the `---` header).
+fn snap_body(text: &str) -> &str {
+    let rest = text.strip_prefix("---\n").unwrap_or(text);
+    match rest.find("\n---\n") {
+        Some(i) => &rest[i + 5..],
+        None => rest,
+    }
+}
+
+fn snapshots() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in ["crates/report/tests/snapshots", "crates/cli/tests/snapshots"] {
+        let Ok(rd) = std::fs::read_dir(root().join(dir)) else { continue };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "snap") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn schema_rejects_drift() {
+    let v = validator(None);
+    let good = json!({"schema_version": 1, "captures": []});
+    check(&v, &good, "empty report");
+    assert!(!v.is_valid(&json!({"schema_version": 2, "captures": []})));
+    assert!(!v.is_valid(&json!({"schema_version": 1, "captures": [], "extra": 1})));
+    let line = validator(Some("finding_line"));
+    assert!(!line.is_valid(&json!({"path": "x"})));
+}
+
+#[test]
+fn every_json_snapshot_matches_the_schema() {
+    let report = validator(None);
+    let line = validator(Some("finding_line"));
+    let flows = validator(Some("flows_document"));
+    let mut checked = 0;
+    for p in snapshots() {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let body = snap_body(&text);
+        if name.ends_with(".flows.json.snap") {
+            check(&flows, &serde_json::from_str(body).unwrap(), &name);
+        } else if name.ends_with(".json.snap") {
+            check(&report, &serde_json::from_str(body).unwrap(), &name);
+        } else if name.ends_with(".jsonl.snap") {
+            for (i, l) in body.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+                check(&line, &serde_json::from_str(l).unwrap(), &format!("{name} line {}", i + 1));
+            }
+        } else {
+            continue;
+        }
+        checked += 1;
+    }
+    // At least the report crate's own sample snapshots exist.
+    assert!(checked >= 3, "only {checked} JSON snapshots found");
+}
