@@ -5,7 +5,11 @@ use std::path::{Path, PathBuf};
 /// Whether a file name looks like a capture: `*.pcap`, `*.pcapng`, `*.cap`,
 /// each optionally followed by `.gz` (case-insensitive).
 pub fn is_capture_name(p: &Path) -> bool {
-    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+    let name = p
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
     name.ends_with(".pcap") || name.ends_with(".pcapng") || name.ends_with(".cap")
 }
@@ -16,7 +20,9 @@ fn captures_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             let Ok(ft) = e.file_type() else { continue };
@@ -78,7 +84,11 @@ mod tests {
         let (paths, empty) = expand(&[dir.clone(), PathBuf::from("-"), dir.join("empty")]);
         let rel: Vec<String> = paths
             .iter()
-            .map(|p| p.strip_prefix(&dir).map(|r| r.display().to_string()).unwrap_or_else(|_| p.display().to_string()))
+            .map(|p| {
+                p.strip_prefix(&dir)
+                    .map(|r| r.display().to_string())
+                    .unwrap_or_else(|_| p.display().to_string())
+            })
             .collect();
         assert_eq!(rel, ["a.pcapng.gz", "b.pcap", "sub/c.cap", "-"]);
         assert_eq!(empty, [dir.join("empty")]);

@@ -1,31 +1,574 @@
-//! `pcapsleuth` command line. (Skeleton.)
+//! `pcapsleuth`: offline pcap forensics that names why TCP connections stalled.
+//!
+//! Subcommands: `analyze` (report findings in text, JSON, JSON Lines or
+//! Markdown), `check` (CI gate: exit status from finding severities), `flows`
+//! (per-flow table), `explain` (what a detector looks for) and `streams`
+//! (frame → `tcp.stream`, for comparison with tshark).
+//!
+//! Exit status: 0 success; 1 `check` found a finding at or above `--fail-on`;
+//! 2 an input could not be read (the others are still reported), or a usage
+//! error. A closed stdout (broken pipe, e.g. `| head`) counts as success.
+//!
+//! This is the only crate that uses clap; library crates never see its types.
 
-use clap::{Parser, Subcommand};
-use std::path::PathBuf;
+mod inputs;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use pcapsleuth_analyze::{analyze_path, AnalyzeOptions};
+use pcapsleuth_core::Severity;
+use pcapsleuth_report::{
+    render_capture_jsonl, render_capture_text, render_flows_json, render_flows_text, render_json,
+    render_markdown, CaptureReport, Report, TextOptions, SCHEMA_VERSION,
+};
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+/// Exit status: success.
+const EXIT_OK: i32 = 0;
+/// Exit status: `check` found a finding at or above the threshold.
+const EXIT_FINDINGS: i32 = 1;
+/// Exit status: an input could not be read, or output could not be written.
+const EXIT_INPUT: i32 = 2;
 
 #[derive(Parser)]
-#[command(name = "pcapsleuth", version, about = "Names why TCP connections stalled in a capture")]
+#[command(
+    name = "pcapsleuth",
+    version,
+    about = "Names why TCP connections stalled in a packet capture",
+    after_help = "Exit status: 0 ok; 1 `check` found a finding at or above --fail-on; 2 an input could not be read."
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+/// Output formats of `analyze`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// Human-readable, one line per finding.
+    Text,
+    /// One pretty-printed JSON document (schema_version 1).
+    Json,
+    /// One JSON object per finding per line, streamed as captures finish.
+    Jsonl,
+    /// Ticket-ready Markdown.
+    Markdown,
+}
+
+/// Output formats of `flows`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FlowsFormat {
+    /// Aligned table.
+    Text,
+    /// JSON document.
+    Json,
+}
+
+/// `--fail-on` thresholds.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Threshold {
+    /// Any finding fails.
+    Info,
+    /// Warnings and errors fail.
+    Warning,
+    /// Only errors fail.
+    Error,
+}
+
+impl Threshold {
+    fn severity(self) -> Severity {
+        match self {
+            Threshold::Info => Severity::Info,
+            Threshold::Warning => Severity::Warning,
+            Threshold::Error => Severity::Error,
+        }
+    }
 }
 
 #[derive(Subcommand)]
 enum Cmd {
     /// Analyse captures and report findings.
     Analyze {
-        /// Capture files.
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Write the report to FILE instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Worker threads (default: one per CPU). Output does not depend on it.
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
+        /// Capture files, directories (searched recursively for *.pcap, *.pcapng,
+        /// *.cap, optionally .gz) or `-` for stdin.
+        #[arg(required = true, value_name = "INPUT")]
         inputs: Vec<PathBuf>,
+    },
+    /// One summary line per capture; exit 1 if a finding reaches --fail-on.
+    Check {
+        /// Lowest severity that fails the check.
+        #[arg(long, value_enum, default_value_t = Threshold::Warning)]
+        fail_on: Threshold,
+        /// Worker threads (default: one per CPU).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
+        /// Capture files, directories or `-`.
+        #[arg(required = true, value_name = "INPUT")]
+        inputs: Vec<PathBuf>,
+    },
+    /// Per-flow summary (Zeek conn_state, retransmissions, stalls, RTT).
+    Flows {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = FlowsFormat::Text)]
+        format: FlowsFormat,
+        /// Worker threads (default: one per CPU).
+        #[arg(long, value_name = "N")]
+        threads: Option<usize>,
+        /// Capture files, directories or `-`.
+        #[arg(required = true, value_name = "INPUT")]
+        inputs: Vec<PathBuf>,
+    },
+    /// Explain what a detector looks for (or list detectors).
+    Explain {
+        /// Detector id, e.g. syn-retransmit.
+        detector: Option<String>,
+    },
+    /// Debug: frame number and tcp.stream per line (as `tshark -T fields -e frame.number -e tcp.stream`).
+    Streams {
+        /// Capture file.
+        input: PathBuf,
     },
 }
 
 fn main() {
     let cli = Cli::parse();
-    match cli.cmd {
-        Cmd::Analyze { inputs } => {
-            let reports = pcapsleuth_analyze::analyze_many(&inputs, &Default::default());
-            let report = pcapsleuth_report::Report { schema_version: pcapsleuth_report::SCHEMA_VERSION, captures: reports };
-            println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+    let code = match cli.cmd {
+        Cmd::Analyze {
+            format,
+            output,
+            threads,
+            inputs,
+        } => cmd_analyze(format, output.as_deref(), threads, &inputs),
+        Cmd::Check {
+            fail_on,
+            threads,
+            inputs,
+        } => cmd_check(fail_on, threads, &inputs),
+        Cmd::Flows {
+            format,
+            threads,
+            inputs,
+        } => cmd_flows(format, threads, &inputs),
+        Cmd::Explain { detector } => cmd_explain(detector.as_deref()),
+        Cmd::Streams { input } => cmd_streams(&input),
+    };
+    std::process::exit(code);
+}
+
+/// Where output goes; write errors end the process (broken pipe = success).
+struct Out {
+    w: Box<dyn Write>,
+}
+
+impl Out {
+    fn open(path: Option<&Path>) -> Result<Out, i32> {
+        match path {
+            None => Ok(Out {
+                w: Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            }),
+            Some(p) => match std::fs::File::create(p) {
+                Ok(f) => Ok(Out {
+                    w: Box::new(std::io::BufWriter::new(f)),
+                }),
+                Err(e) => {
+                    eprintln!("pcapsleuth: cannot create {}: {e}", p.display());
+                    Err(EXIT_INPUT)
+                }
+            },
         }
+    }
+
+    /// Write and flush (so streamed output appears as soon as it is ready).
+    fn put(&mut self, s: &str) {
+        if let Err(e) = self.w.write_all(s.as_bytes()).and_then(|()| self.w.flush()) {
+            exit_on_write_error(e);
+        }
+    }
+}
+
+fn exit_on_write_error(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(EXIT_OK);
+    }
+    eprintln!("pcapsleuth: write error: {e}");
+    std::process::exit(EXIT_INPUT);
+}
+
+/// Colour only when stdout is a terminal and `NO_COLOR` is unset or empty
+/// (<https://no-color.org>).
+fn use_color() -> bool {
+    std::io::stdout().is_terminal() && !matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty())
+}
+
+/// Expand inputs; report directories without captures on stderr.
+fn expand_inputs(inputs: &[PathBuf]) -> (Vec<PathBuf>, bool) {
+    let (paths, empty) = inputs::expand(inputs);
+    for d in &empty {
+        eprintln!(
+            "pcapsleuth: {}: no capture files (*.pcap, *.pcapng, *.cap[.gz]) found",
+            d.display()
+        );
+    }
+    (paths, !empty.is_empty())
+}
+
+/// Analyse `paths` on a pool of `threads` workers and hand each report to
+/// `emit` in input order, as soon as it and all before it are done.
+fn analyze_ordered(
+    paths: &[PathBuf],
+    opts: &AnalyzeOptions,
+    threads: Option<usize>,
+    mut emit: impl FnMut(CaptureReport),
+) -> Result<(), i32> {
+    use rayon::prelude::*;
+    let pool = match rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.unwrap_or(0))
+        .build()
+    {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("pcapsleuth: cannot start worker threads: {e}");
+            return Err(EXIT_INPUT);
+        }
+    };
+    let bar = (paths.len() > 1 && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(paths.len() as u64),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        if let Ok(style) =
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} captures {wide_msg}")
+        {
+            bar.set_style(style);
+        }
+        bar
+    });
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, CaptureReport)>();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            pool.install(|| {
+                paths
+                    .par_iter()
+                    .enumerate()
+                    .for_each_with(tx, |tx, (i, p)| {
+                        let _ = tx.send((i, analyze_path(p, opts)));
+                    });
+            });
+        });
+        let mut pending = BTreeMap::new();
+        let mut next = 0usize;
+        for (i, report) in rx {
+            if let Some(b) = &bar {
+                b.set_message(report.path.clone());
+                b.inc(1);
+            }
+            pending.insert(i, report);
+            while let Some(r) = pending.remove(&next) {
+                emit(r);
+                next += 1;
+            }
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(())
+}
+
+fn cmd_analyze(
+    format: Format,
+    output: Option<&Path>,
+    threads: Option<usize>,
+    inputs: &[PathBuf],
+) -> i32 {
+    let (paths, mut failed) = expand_inputs(inputs);
+    let mut out = match Out::open(output) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let color = output.is_none() && use_color();
+    let text_opts = TextOptions { color };
+    let mut captures = Vec::new();
+    let mut first = true;
+    let res = analyze_ordered(&paths, &AnalyzeOptions::default(), threads, |c| {
+        if let Some(e) = &c.error {
+            failed = true;
+            if format != Format::Text || output.is_some() {
+                eprintln!("pcapsleuth: error: {e}");
+            }
+        }
+        match format {
+            Format::Jsonl => out.put(&render_capture_jsonl(&c)),
+            Format::Text => {
+                if !first {
+                    out.put("\n");
+                }
+                out.put(&render_capture_text(&c, &text_opts));
+            }
+            Format::Json | Format::Markdown => captures.push(c),
+        }
+        first = false;
+    });
+    if let Err(code) = res {
+        return code;
+    }
+    let report = Report {
+        schema_version: SCHEMA_VERSION,
+        captures,
+    };
+    match format {
+        Format::Json => out.put(&render_json(&report)),
+        Format::Markdown => out.put(&render_markdown(&report)),
+        Format::Text | Format::Jsonl => {}
+    }
+    if failed {
+        EXIT_INPUT
+    } else {
+        EXIT_OK
+    }
+}
+
+/// The `check` line for one capture, and whether it fails the threshold.
+fn check_line(c: &CaptureReport, threshold: Severity) -> (String, bool) {
+    if let Some(e) = &c.error {
+        return (format!("{}: ERROR: {e}", c.path), false);
+    }
+    let count = |s: Severity| c.findings.iter().filter(|f| f.severity == s).count();
+    let failing: Vec<&str> = {
+        let mut ids: Vec<&str> = c
+            .findings
+            .iter()
+            .filter(|f| f.severity >= threshold)
+            .map(|f| f.detector.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    };
+    let counts = format!(
+        "{} findings ({} error, {} warning, {} info)",
+        c.findings.len(),
+        count(Severity::Error),
+        count(Severity::Warning),
+        count(Severity::Info)
+    );
+    if failing.is_empty() {
+        (format!("{}: ok: {counts}", c.path), false)
+    } else {
+        (
+            format!(
+                "{}: FAIL: {counts}; at or above {}: {}",
+                c.path,
+                threshold.as_str(),
+                failing.join(", ")
+            ),
+            true,
+        )
+    }
+}
+
+fn cmd_check(fail_on: Threshold, threads: Option<usize>, inputs: &[PathBuf]) -> i32 {
+    let (paths, mut unreadable) = expand_inputs(inputs);
+    let threshold = fail_on.severity();
+    let mut out = match Out::open(None) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let mut failed = false;
+    let res = analyze_ordered(&paths, &AnalyzeOptions::default(), threads, |c| {
+        let (line, fails) = check_line(&c, threshold);
+        unreadable |= c.error.is_some();
+        failed |= fails;
+        out.put(&line);
+        out.put("\n");
+    });
+    if let Err(code) = res {
+        return code;
+    }
+    if unreadable {
+        EXIT_INPUT
+    } else if failed {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    }
+}
+
+fn cmd_flows(format: FlowsFormat, threads: Option<usize>, inputs: &[PathBuf]) -> i32 {
+    let (paths, mut failed) = expand_inputs(inputs);
+    let opts = AnalyzeOptions {
+        with_flows: true,
+        ..AnalyzeOptions::default()
+    };
+    let mut captures = Vec::new();
+    let res = analyze_ordered(&paths, &opts, threads, |c| {
+        if let Some(e) = &c.error {
+            failed = true;
+            if format == FlowsFormat::Json {
+                eprintln!("pcapsleuth: error: {e}");
+            }
+        }
+        captures.push(c);
+    });
+    if let Err(code) = res {
+        return code;
+    }
+    let report = Report {
+        schema_version: SCHEMA_VERSION,
+        captures,
+    };
+    let mut out = match Out::open(None) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    out.put(&match format {
+        FlowsFormat::Text => render_flows_text(&report),
+        FlowsFormat::Json => render_flows_json(&report),
+    });
+    if failed {
+        EXIT_INPUT
+    } else {
+        EXIT_OK
+    }
+}
+
+fn detector_list() -> String {
+    let infos = pcapsleuth_analyze::detector_infos();
+    let width = infos.iter().map(|i| i.id.len()).max().unwrap_or(0);
+    infos
+        .iter()
+        .map(|i| format!("  {:<width$}  {}\n", i.id, i.title))
+        .collect()
+}
+
+fn cmd_explain(detector: Option<&str>) -> i32 {
+    let mut out = match Out::open(None) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    match detector {
+        None => {
+            out.put("Detectors (pcapsleuth explain <ID> for details):\n");
+            out.put(&detector_list());
+            EXIT_OK
+        }
+        Some(id) => match pcapsleuth_analyze::detector_infos()
+            .into_iter()
+            .find(|i| i.id == id)
+        {
+            Some(info) => {
+                out.put(&format!("{}: {}\n\n", info.id, info.title));
+                let text = info.explain.trim_end();
+                out.put(text);
+                out.put("\n");
+                EXIT_OK
+            }
+            None => {
+                eprint!(
+                    "pcapsleuth: unknown detector '{id}'. Known detectors:\n{}",
+                    detector_list()
+                );
+                EXIT_INPUT
+            }
+        },
+    }
+}
+
+fn cmd_streams(input: &Path) -> i32 {
+    let mut out = match Out::open(None) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    match pcapsleuth_analyze::dump_streams(input) {
+        Ok(rows) => {
+            let mut buf = String::new();
+            for (frame, stream) in rows {
+                buf.push_str(&frame.to_string());
+                buf.push('\t');
+                if let Some(s) = stream {
+                    buf.push_str(&s.to_string());
+                }
+                buf.push('\n');
+                if buf.len() > 64 * 1024 {
+                    out.put(&buf);
+                    buf.clear();
+                }
+            }
+            out.put(&buf);
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("pcapsleuth: error: {e}");
+            EXIT_INPUT
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_valid() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn check_line_thresholds() {
+        let mut c = CaptureReport {
+            path: "a.pcap".into(),
+            format: Some("pcap".into()),
+            packets: 3,
+            first_ts_ns: 0,
+            last_ts_ns: 0,
+            interfaces: vec![],
+            tcp_streams: 1,
+            warnings: vec![],
+            error: None,
+            findings: vec![],
+            flows: vec![],
+        };
+        assert_eq!(
+            check_line(&c, Severity::Info),
+            (
+                "a.pcap: ok: 0 findings (0 error, 0 warning, 0 info)".into(),
+                false
+            )
+        );
+        c.findings.push(pcapsleuth_core::Finding::new(
+            "zero-window",
+            Severity::Warning,
+            "s".into(),
+            None,
+            None,
+            vec![1],
+            0,
+            0,
+            String::new(),
+            Default::default(),
+        ));
+        assert!(check_line(&c, Severity::Warning).1);
+        assert!(check_line(&c, Severity::Info).1);
+        assert!(!check_line(&c, Severity::Error).1);
+        assert_eq!(
+            check_line(&c, Severity::Warning).0,
+            "a.pcap: FAIL: 1 findings (0 error, 1 warning, 0 info); at or above warning: zero-window"
+        );
+        c.error = Some("boom".into());
+        assert_eq!(
+            check_line(&c, Severity::Info),
+            ("a.pcap: ERROR: boom".into(), false)
+        );
     }
 }

@@ -20,15 +20,50 @@ pub(crate) fn link<'b>(st: &mut St<'b>, linktype: u32, buf: &'b [u8]) -> Res<'b>
         108 => null(st, buf, true),
         9 | 50 => ppp(st, buf, 0),
         239 => nflog(st, buf),
-        // IPoIB (RFC 4391): 20-byte link address, ethertype, 2 reserved bytes.
-        242 => match be16(buf, 20) {
-            Some(ty) => ethertype(st, buf, ty, 24),
+        // IPoIB (RFC 4391) with Wireshark's pseudo-header: destination and
+        // source link addresses (20 bytes each), ethertype, 2 reserved bytes.
+        242 => match be16(buf, 40) {
+            Some(ty) => ethertype(st, buf, ty, 44),
             None => {
                 st.stop(Layer::Link, 0, StopReason::Truncated);
                 Ok(())
             }
         },
         105 => ieee80211(st, buf, 0),
+        // Radiotap: little-endian header length at bytes 2-3, then 802.11.
+        127 => match buf.get(2..4) {
+            Some(l) => ieee80211(st, buf, usize::from(u16::from_le_bytes([l[0], l[1]]))),
+            None => {
+                st.stop(Layer::Link, 0, StopReason::Truncated);
+                Ok(())
+            }
+        },
+        // PPI: little-endian header length at 2-3 and DLT at 4-7.
+        192 => match (buf.get(2..4), buf.get(4..8)) {
+            (Some(l), Some(d)) => {
+                let len = usize::from(u16::from_le_bytes([l[0], l[1]]));
+                match u32::from_le_bytes([d[0], d[1], d[2], d[3]]) {
+                    1 => ethernet(st, buf, len),
+                    105 => ieee80211(st, buf, len),
+                    _ => {
+                        st.stop(Layer::Link, 0, StopReason::Unsupported);
+                        Ok(())
+                    }
+                }
+            }
+            _ => {
+                st.stop(Layer::Link, 0, StopReason::Truncated);
+                Ok(())
+            }
+        },
+        // Cisco HDLC: address, control, then an ethertype.
+        104 => match be16(buf, 2) {
+            Some(ty) => ethertype(st, buf, ty, 4),
+            None => {
+                st.stop(Layer::Link, 0, StopReason::Truncated);
+                Ok(())
+            }
+        },
         _ => {
             st.stop(Layer::Link, 0, StopReason::Unsupported);
             Ok(())

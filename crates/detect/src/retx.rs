@@ -64,7 +64,10 @@ impl SegmentRecord {
     /// Gaps between successive remembered transmissions, ns (clamped at 0 for
     /// frames out of timestamp order).
     pub fn gaps_ns(&self) -> Vec<i64> {
-        self.txs.windows(2).map(|w| w[1].ts.0.saturating_sub(w[0].ts.0).max(0)).collect()
+        self.txs
+            .windows(2)
+            .map(|w| w[1].ts.0.saturating_sub(w[0].ts.0).max(0))
+            .collect()
     }
 }
 
@@ -112,14 +115,18 @@ pub struct DirLedger {
 impl DirLedger {
     /// A ledger that retires (reports) records retransmitted at least `retire_threshold` times.
     pub fn new(retire_threshold: u32) -> Self {
-        DirLedger { retire_threshold, ..Default::default() }
+        DirLedger {
+            retire_threshold,
+            ..Default::default()
+        }
     }
 
     /// Record a data segment of this direction. Pure ACKs, duplicate sightings
     /// and data already acknowledged are ignored. Returns the record when this
     /// transmission was a retransmission of the same bytes with the same length.
     pub fn on_data(&mut self, seg: &SegmentEvent) -> Option<&SegmentRecord> {
-        if seg.payload_len == 0 || seg.duplicate_of.is_some() || seg.flags.syn() || seg.flags.rst() {
+        if seg.payload_len == 0 || seg.duplicate_of.is_some() || seg.flags.syn() || seg.flags.rst()
+        {
             return None;
         }
         let s = seg.rel_seq;
@@ -128,7 +135,10 @@ impl DirLedger {
             return None;
         }
         let key = (s, seg.payload_len);
-        let tx = Tx { frame: seg.frame, ts: seg.ts };
+        let tx = Tx {
+            frame: seg.frame,
+            ts: seg.ts,
+        };
         if self.unacked.contains_key(&key) {
             let rec = self.unacked.get_mut(&key)?;
             rec.tx_count = rec.tx_count.saturating_add(1);
@@ -172,8 +182,12 @@ impl DirLedger {
             return;
         }
         self.highest_ack = Some(rel_ack);
-        let done: Vec<(i64, u32)> =
-            self.unacked.range(..(rel_ack, 0)).filter(|(_, r)| r.end() <= rel_ack).map(|(k, _)| *k).collect();
+        let done: Vec<(i64, u32)> = self
+            .unacked
+            .range(..(rel_ack, 0))
+            .filter(|(_, r)| r.end() <= rel_ack)
+            .map(|(k, _)| *k)
+            .collect();
         for k in done {
             if let Some(rec) = self.unacked.remove(&k) {
                 if !rec.superseded {
@@ -182,7 +196,10 @@ impl DirLedger {
                     self.largest_acked_ip = self.largest_acked_ip.max(rec.ip_len);
                 }
                 if rec.retransmissions() >= self.retire_threshold {
-                    self.retired.push(Retired { record: rec, outcome: Outcome::Acked { frame, ts } });
+                    self.retired.push(Retired {
+                        record: rec,
+                        outcome: Outcome::Acked { frame, ts },
+                    });
                 }
             }
         }
@@ -190,7 +207,10 @@ impl DirLedger {
 
     /// The unacknowledged record starting exactly at `rel_seq` with the largest length, if any.
     pub fn record_at(&self, rel_seq: i64) -> Option<&SegmentRecord> {
-        self.unacked.range((rel_seq, 0)..=(rel_seq, u32::MAX)).next_back().map(|(_, r)| r)
+        self.unacked
+            .range((rel_seq, 0)..=(rel_seq, u32::MAX))
+            .next_back()
+            .map(|(_, r)| r)
     }
 
     /// End of capture: retire every remaining record at the threshold.
@@ -198,7 +218,10 @@ impl DirLedger {
         let left = std::mem::take(&mut self.unacked);
         for (_, rec) in left {
             if rec.retransmissions() >= self.retire_threshold {
-                self.retired.push(Retired { record: rec, outcome: Outcome::CaptureEnd });
+                self.retired.push(Retired {
+                    record: rec,
+                    outcome: Outcome::CaptureEnd,
+                });
             }
         }
     }
@@ -218,7 +241,10 @@ pub fn backoff_doublings(gaps_ns: &[i64]) -> usize {
         .windows(2)
         .filter(|w| {
             let (a, b) = (w[0], w[1]);
-            a > 0 && b > 0 && b.saturating_mul(2) >= a.saturating_mul(3) && b.saturating_mul(10) <= a.saturating_mul(27)
+            a > 0
+                && b > 0
+                && b.saturating_mul(2) >= a.saturating_mul(3)
+                && b.saturating_mul(10) <= a.saturating_mul(27)
         })
         .count()
 }
@@ -227,7 +253,9 @@ pub fn backoff_doublings(gaps_ns: &[i64]) -> usize {
 /// doublings among them and no gap shorter than the one before by more than
 /// 10 % (timer-wheel rounding; RFC 6298 §5.5).
 pub fn is_backoff_ladder(gaps_ns: &[i64]) -> bool {
-    let monotone = gaps_ns.windows(2).all(|w| w[1].saturating_mul(10) >= w[0].saturating_mul(9));
+    let monotone = gaps_ns
+        .windows(2)
+        .all(|w| w[1].saturating_mul(10) >= w[0].saturating_mul(9));
     monotone && backoff_doublings(gaps_ns) >= 2
 }
 

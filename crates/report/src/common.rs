@@ -13,8 +13,16 @@ pub(crate) fn endpoint(addr: &str, port: u16) -> String {
 
 /// `client:port -> server:port` (protocol omitted when it is `tcp`).
 pub(crate) fn flow(f: &FlowRef) -> String {
-    let proto = if f.protocol == "tcp" || f.protocol.is_empty() { String::new() } else { format!("{} ", f.protocol) };
-    format!("{proto}{} -> {}", endpoint(&f.client, f.client_port), endpoint(&f.server, f.server_port))
+    let proto = if f.protocol == "tcp" || f.protocol.is_empty() {
+        String::new()
+    } else {
+        format!("{} ", f.protocol)
+    };
+    format!(
+        "{proto}{} -> {}",
+        endpoint(&f.client, f.client_port),
+        endpoint(&f.server, f.server_port)
+    )
 }
 
 /// Findings per severity: `[error, warning, info]`.

@@ -15,7 +15,10 @@ fn pretty<T: Serialize>(v: &T) -> String {
             s.push('\n');
             s
         }
-        Err(e) => format!("{{\"error\": {}}}\n", Value::String(format!("serialization failed: {e}"))),
+        Err(e) => format!(
+            "{{\"error\": {}}}\n",
+            Value::String(format!("serialization failed: {e}"))
+        ),
     }
 }
 
@@ -48,7 +51,10 @@ pub fn render_capture_jsonl(capture: &CaptureReport) -> String {
                 obj.insert("finding".to_string(), other);
             }
             Err(e) => {
-                obj.insert("error".to_string(), Value::String(format!("serialization failed: {e}")));
+                obj.insert(
+                    "error".to_string(),
+                    Value::String(format!("serialization failed: {e}")),
+                );
             }
         }
         out.push_str(&Value::Object(obj).to_string());
@@ -90,7 +96,11 @@ pub fn render_flows_json(report: &Report) -> String {
         captures: report
             .captures
             .iter()
-            .map(|c| FlowsCapture { path: &c.path, error: c.error.as_deref(), flows: &c.flows })
+            .map(|c| FlowsCapture {
+                path: &c.path,
+                error: c.error.as_deref(),
+                flows: &c.flows,
+            })
             .collect(),
     };
     pretty(&doc)

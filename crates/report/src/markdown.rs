@@ -8,13 +8,14 @@ use pcapsleuth_core::Finding;
 use std::fmt::Write as _;
 
 /// Escape text for a GFM table cell or running text: backslash-escape the
-/// characters that would start markup (`\ ` * _ [ ] < > |`) and fold newlines
-/// into spaces (a table row must stay on one line).
+/// characters that would start markup (`\ ` * _ [ ] < |`) and fold newlines
+/// into spaces (a table row must stay on one line). `>` is left alone: it only
+/// means something at the start of a line, and text never starts a line here.
 fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
-            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' => {
+            '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '|' => {
                 out.push('\\');
                 out.push(ch);
             }
@@ -53,6 +54,30 @@ fn cell_code(s: &str) -> String {
     code(&s.replace('|', "\\|"))
 }
 
+/// Prose from a detector (summary, remedy): text escaped as by [`esc`], but
+/// balanced back-quoted spans (`` `ip route ...` ``) kept as code spans. With
+/// an odd number of backticks everything is escaped. `in_cell` escapes pipes
+/// inside code spans too.
+fn prose(s: &str, in_cell: bool) -> String {
+    let parts: Vec<&str> = s.split('`').collect();
+    if parts.len() < 3 || parts.len() & 1 == 0 {
+        return esc(s);
+    }
+    let mut out = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        if i % 2 == 0 {
+            out.push_str(&esc(part));
+        } else if part.is_empty() {
+            out.push_str("\\`\\`");
+        } else if in_cell {
+            out.push_str(&cell_code(part));
+        } else {
+            out.push_str(&code(part));
+        }
+    }
+    out
+}
+
 /// Render the report as Markdown.
 ///
 /// Structure: `# pcapsleuth report`, then per capture a `##` heading with a
@@ -74,7 +99,14 @@ fn capture(out: &mut String, c: &CaptureReport) {
     let _ = writeln!(out, "## {}\n", code(&c.path));
     out.push_str("| Fact | Value |\n|---|---|\n");
     let _ = writeln!(out, "| File | {} |", cell_code(&c.path));
-    let _ = writeln!(out, "| Format | {} |", c.format.as_deref().map(esc).unwrap_or_else(|| "unreadable".to_string()));
+    let _ = writeln!(
+        out,
+        "| Format | {} |",
+        c.format
+            .as_deref()
+            .map(esc)
+            .unwrap_or_else(|| "unreadable".to_string())
+    );
     let ifaces = if c.interfaces.is_empty() {
         "-".to_string()
     } else {
@@ -110,9 +142,17 @@ fn capture(out: &mut String, c: &CaptureReport) {
             let _ = writeln!(out, "- **Error:** {}", esc(err));
         }
         for wa in &c.warnings {
-            let kind = serde_json::to_value(wa.kind).map(|v| evidence_value(&v)).unwrap_or_default();
+            let kind = serde_json::to_value(wa.kind)
+                .map(|v| evidence_value(&v))
+                .unwrap_or_default();
             let frame = wa.frame.map(|f| format!(", frame {f}")).unwrap_or_default();
-            let _ = writeln!(out, "- **Warning:** {} at byte {}{frame}: {}", code(&kind), wa.offset, esc(&wa.message));
+            let _ = writeln!(
+                out,
+                "- **Warning:** {} at byte {}{frame}: {}",
+                code(&kind),
+                wa.offset,
+                esc(&wa.message)
+            );
         }
     }
 
@@ -123,10 +163,12 @@ fn capture(out: &mut String, c: &CaptureReport) {
     }
     // Severity-descending, stable within a severity (report order).
     let mut order: Vec<&Finding> = c.findings.iter().collect();
-    order.sort_by(|a, b| b.severity.cmp(&a.severity));
+    order.sort_by_key(|f| std::cmp::Reverse(f.severity));
 
     out.push_str("### Findings\n\n");
-    out.push_str("| # | Severity | Detector | tcp.stream | Flow | Summary |\n|---:|---|---|---:|---|---|\n");
+    out.push_str(
+        "| # | Severity | Detector | tcp.stream | Flow | Summary |\n|---:|---|---|---:|---|---|\n",
+    );
     for (n, f) in order.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -134,9 +176,14 @@ fn capture(out: &mut String, c: &CaptureReport) {
             n + 1,
             f.severity.as_str(),
             cell_code(&f.detector),
-            f.tcp_stream.map(|s| s.to_string()).unwrap_or_else(|| "-".to_string()),
-            f.flow.as_ref().map(|fl| cell_code(&flow(fl))).unwrap_or_else(|| "-".to_string()),
-            esc(&f.summary)
+            f.tcp_stream
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".to_string()),
+            f.flow
+                .as_ref()
+                .map(|fl| cell_code(&flow(fl)))
+                .unwrap_or_else(|| "-".to_string()),
+            prose(&f.summary, true)
         );
     }
     for (n, f) in order.iter().enumerate() {
@@ -146,14 +193,24 @@ fn capture(out: &mut String, c: &CaptureReport) {
 }
 
 fn finding(out: &mut String, n: usize, f: &Finding) {
-    let stream = f.tcp_stream.map(|s| format!(" · tcp.stream {s}")).unwrap_or_default();
-    let _ = writeln!(out, "#### {n}. {} · {}{stream}\n", f.severity.as_str(), esc(&f.detector));
-    let _ = writeln!(out, "{}\n", esc(&f.summary));
+    let stream = f
+        .tcp_stream
+        .map(|s| format!(" · tcp.stream {s}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "#### {n}. {} · {}{stream}\n",
+        f.severity.as_str(),
+        esc(&f.detector)
+    );
+    let _ = writeln!(out, "{}\n", prose(&f.summary, false));
     if !f.evidence.is_empty() {
         out.push_str("| Evidence | Value |\n|---|---|\n");
         for (k, v) in &f.evidence {
             let value = match v {
-                serde_json::Value::Array(_) | serde_json::Value::Object(_) => cell_code(&v.to_string()),
+                serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
+                    cell_code(&v.to_string())
+                }
                 other => esc(&evidence_value(other)),
             };
             let _ = writeln!(out, "| {} | {value} |", cell_code(k));
@@ -161,7 +218,7 @@ fn finding(out: &mut String, n: usize, f: &Finding) {
         out.push('\n');
     }
     if !f.remedy.is_empty() {
-        let _ = writeln!(out, "**Remedy:** {}\n", esc(&f.remedy));
+        let _ = writeln!(out, "**Remedy:** {}\n", prose(&f.remedy, false));
     }
     if let Some(fl) = &f.flow {
         let _ = writeln!(out, "- Flow: {}", code(&flow(fl)));
@@ -174,7 +231,12 @@ fn finding(out: &mut String, n: usize, f: &Finding) {
         format_duration_s(f.end_ts_ns.saturating_sub(f.start_ts_ns))
     );
     if !f.frames.is_empty() {
-        let frames = f.frames.iter().map(u64::to_string).collect::<Vec<_>>().join(", ");
+        let frames = f
+            .frames
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
         let _ = writeln!(out, "- Frames: {}", code(&frames));
     }
     if !f.wireshark_filter.is_empty() {
@@ -192,6 +254,12 @@ mod tests {
     #[test]
     fn escaping() {
         assert_eq!(esc("a|b*c_d\ne"), "a\\|b\\*c\\_d e");
+        assert_eq!(
+            prose("run `ip link | grep mtu` now_", false),
+            "run `ip link | grep mtu` now\\_"
+        );
+        assert_eq!(prose("run `a|b`", true), "run `a\\|b`");
+        assert_eq!(prose("odd ` tick", false), "odd \\` tick");
         assert_eq!(code("tcp.stream eq 1"), "`tcp.stream eq 1`");
         assert_eq!(code("a`b"), "`` a`b ``");
         assert_eq!(code("x|y"), "`x|y`");

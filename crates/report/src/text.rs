@@ -70,7 +70,11 @@ pub fn render_text(report: &Report, opts: &TextOptions) -> String {
 pub fn render_capture_text(c: &CaptureReport, opts: &TextOptions) -> String {
     let st = Style { on: opts.color };
     let mut out = String::new();
-    let _ = writeln!(out, "{}", st.paint("1", &format!("== {}{}", c.path, header_facts(c))));
+    let _ = writeln!(
+        out,
+        "{}",
+        st.paint("1", &format!("== {}{}", c.path, header_facts(c)))
+    );
     for f in &c.findings {
         let _ = writeln!(out, "{}", finding_line(f, &st));
         if !f.wireshark_filter.is_empty() {
@@ -81,9 +85,17 @@ pub fn render_capture_text(c: &CaptureReport, opts: &TextOptions) -> String {
         }
     }
     for w in &c.warnings {
-        let kind = serde_json::to_value(w.kind).map(|v| evidence_value(&v)).unwrap_or_default();
+        let kind = serde_json::to_value(w.kind)
+            .map(|v| evidence_value(&v))
+            .unwrap_or_default();
         let frame = w.frame.map(|f| format!(" (frame {f})")).unwrap_or_default();
-        let _ = writeln!(out, "{} {kind} at byte {}{frame}: {}", st.paint("33", "warning:"), w.offset, w.message);
+        let _ = writeln!(
+            out,
+            "{} {kind} at byte {}{frame}: {}",
+            st.paint("33", "warning:"),
+            w.offset,
+            w.message
+        );
     }
     if let Some(e) = &c.error {
         let _ = writeln!(out, "{} {e}", st.paint("1;31", "error:"));
@@ -160,12 +172,25 @@ pub fn render_flows_text(report: &Report) -> String {
 }
 
 fn flows_table(flows: &[FlowSummary]) -> String {
-    const HEAD: [&str; 11] =
-        ["stream", "client", "server", "state", "pkts", "bytes", "dur_ms", "rexmit", "zwin_ms", "hs_rtt_ms", "stall_ms"];
+    const HEAD: [&str; 11] = [
+        "stream",
+        "client",
+        "server",
+        "state",
+        "pkts",
+        "bytes",
+        "dur_ms",
+        "rexmit",
+        "zwin_ms",
+        "hs_rtt_ms",
+        "stall_ms",
+    ];
     let rows: Vec<[String; 11]> = flows
         .iter()
         .map(|f| {
-            let state = serde_json::to_value(f.state).map(|v| evidence_value(&v)).unwrap_or_default();
+            let state = serde_json::to_value(f.state)
+                .map(|v| evidence_value(&v))
+                .unwrap_or_default();
             [
                 f.tcp_stream.to_string(),
                 endpoint(&f.client, f.client_port),

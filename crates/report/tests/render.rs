@@ -31,7 +31,8 @@ fn sample() -> Report {
     let f1 = Finding::new(
         "syn-retransmit",
         Severity::Warning,
-        "SYN to 10.0.0.2:80 was retransmitted 2 times; the connection took 3.001 s to establish.".into(),
+        "SYN to 10.0.0.2:80 was retransmitted 2 times; the connection took 3.001 s to establish."
+            .into(),
         flow("10.0.0.1", 40000, "10.0.0.2", 80),
         Some(0),
         vec![3, 1, 2],
@@ -73,8 +74,16 @@ fn sample() -> Report {
         first_ts_ns: T0,
         last_ts_ns: T0 + 20_200_000_000,
         interfaces: vec![
-            InterfaceReport { id: 0, name: Some("eth0".into()), linktype: "ETHERNET".into() },
-            InterfaceReport { id: 1, name: None, linktype: "LINUX_SLL2".into() },
+            InterfaceReport {
+                id: 0,
+                name: Some("eth0".into()),
+                linktype: "ETHERNET".into(),
+            },
+            InterfaceReport {
+                id: 1,
+                name: None,
+                linktype: "LINUX_SLL2".into(),
+            },
         ],
         tcp_streams: 2,
         warnings: vec![CaptureWarning {
@@ -100,7 +109,10 @@ fn sample() -> Report {
         findings: vec![],
         flows: vec![],
     };
-    Report { schema_version: SCHEMA_VERSION, captures: vec![good, bad] }
+    Report {
+        schema_version: SCHEMA_VERSION,
+        captures: vec![good, bad],
+    }
 }
 
 fn summary(stream: u64, client: &str, state: ConnState) -> FlowSummary {
@@ -120,14 +132,23 @@ fn summary(stream: u64, client: &str, state: ConnState) -> FlowSummary {
         last_frame: 10,
         duration_ms: 1234.5,
         state,
-        retransmissions: RetransmissionCounts { total: 2, rto: 1, fast: 1, spurious: 0 },
+        retransmissions: RetransmissionCounts {
+            total: 2,
+            rto: 1,
+            fast: 1,
+            spurious: 0,
+        },
         duplicate_sightings: 0,
         sightings: vec![],
         sightings_capped: false,
         zero_window_ms: 0.0,
         zero_window_episodes: 0,
         handshake_rtt_ms: Some(0.25),
-        rtt_ms: Some(RttStats { min: 0.2, avg: 0.3, max: 0.5 }),
+        rtt_ms: Some(RttStats {
+            min: 0.2,
+            avg: 0.3,
+            max: 0.5,
+        }),
         longest_stall_ms: 1000.0,
         longest_stall_frames: Some([3, 4]),
         mss: [Some(1460), None],
@@ -138,7 +159,10 @@ fn summary(stream: u64, client: &str, state: ConnState) -> FlowSummary {
 
 fn flows_sample() -> Report {
     let mut r = sample();
-    r.captures[0].flows = vec![summary(0, "10.0.0.1", ConnState::SF), summary(1, "2001:db8::1", ConnState::S0)];
+    r.captures[0].flows = vec![
+        summary(0, "10.0.0.1", ConnState::SF),
+        summary(1, "2001:db8::1", ConnState::S0),
+    ];
     r.captures[0].flows[1].handshake_rtt_ms = None;
     r
 }
@@ -151,12 +175,27 @@ fn json_is_pretty_with_trailing_newline_and_contract_keys() {
     assert_eq!(v["schema_version"], 1);
     let c = &v["captures"][0];
     assert!(c.get("flows").is_none(), "flows omitted from analyze JSON");
-    let keys: Vec<&str> = c["findings"][0].as_object().unwrap().keys().map(String::as_str).collect();
+    let keys: Vec<&str> = c["findings"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(
         keys,
         [
-            "detector", "severity", "summary", "flow", "tcp_stream", "frames", "start_ts_ns", "end_ts_ns",
-            "wireshark_filter", "stream_filter", "remedy", "evidence"
+            "detector",
+            "severity",
+            "summary",
+            "flow",
+            "tcp_stream",
+            "frames",
+            "start_ts_ns",
+            "end_ts_ns",
+            "wireshark_filter",
+            "stream_filter",
+            "remedy",
+            "evidence"
         ]
     );
     assert_eq!(c["findings"][0]["frames"], json!([1, 2, 3]));
@@ -180,7 +219,10 @@ fn jsonl_has_one_finding_per_line_with_path_first() {
         assert_eq!(obj.len(), 13);
         detectors.push(obj["detector"].as_str().unwrap().to_string());
     }
-    assert_eq!(detectors, ["syn-retransmit", "mss-blackhole", "zero-window"]);
+    assert_eq!(
+        detectors,
+        ["syn-retransmit", "mss-blackhole", "zero-window"]
+    );
     assert_eq!(render_capture_jsonl(&r.captures[1]), "");
     insta::assert_snapshot!("sample.jsonl", s);
 }
@@ -219,10 +261,16 @@ fn markdown_layout() {
     let s = render_markdown(&sample());
     assert!(s.starts_with("# pcapsleuth report\n"));
     // Severity order in the findings table: error first.
-    let e = s.find("| 1 | error | `mss-blackhole`").expect("error first");
-    let w = s.find("| 2 | warning | `syn-retransmit`").expect("warning second");
+    let e = s
+        .find("| 1 | error | `mss-blackhole`")
+        .expect("error first");
+    let w = s
+        .find("| 2 | warning | `syn-retransmit`")
+        .expect("warning second");
     assert!(e < w);
-    assert!(s.contains("| Span | 2023-11-14T22:13:20.123456789Z → 2023-11-14T22:13:40.323456789Z (20.200 s) |"));
+    assert!(s.contains(
+        "| Span | 2023-11-14T22:13:20.123456789Z → 2023-11-14T22:13:40.323456789Z (20.200 s) |"
+    ));
     // A pipe in a summary must not break the table row.
     assert!(s.contains("path MTU \\| black hole"));
     assert!(s.contains("- Wireshark filter: `frame.number in {1,2,3}`"));
@@ -260,13 +308,22 @@ fn rendering_is_deterministic() {
     let r = sample();
     assert_eq!(render_json(&r), render_json(&sample()));
     assert_eq!(render_markdown(&r), render_markdown(&sample()));
-    assert_eq!(render_text(&r, &TextOptions::default()), render_text(&sample(), &TextOptions::default()));
+    assert_eq!(
+        render_text(&r, &TextOptions::default()),
+        render_text(&sample(), &TextOptions::default())
+    );
 }
 
 #[test]
 fn empty_report_renders() {
-    let r = Report { schema_version: SCHEMA_VERSION, captures: vec![] };
-    assert_eq!(render_json(&r), "{\n  \"schema_version\": 1,\n  \"captures\": []\n}\n");
+    let r = Report {
+        schema_version: SCHEMA_VERSION,
+        captures: vec![],
+    };
+    assert_eq!(
+        render_json(&r),
+        "{\n  \"schema_version\": 1,\n  \"captures\": []\n}\n"
+    );
     assert_eq!(render_jsonl(&r), "");
     assert_eq!(render_text(&r, &TextOptions::default()), "");
     assert_eq!(render_markdown(&r), "# pcapsleuth report\n");

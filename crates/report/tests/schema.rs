@@ -11,7 +11,8 @@ fn root() -> PathBuf {
 }
 
 fn schema() -> Value {
-    let text = std::fs::read_to_string(root().join("docs/report.schema.json")).expect("docs/report.schema.json");
+    let text = std::fs::read_to_string(root().join("docs/report.schema.json"))
+        .expect("docs/report.schema.json");
     serde_json::from_str(&text).expect("schema is JSON")
 }
 
@@ -29,8 +30,15 @@ fn validator(def: Option<&str>) -> jsonschema::Validator {
 }
 
 fn check(v: &jsonschema::Validator, doc: &Value, what: &str) {
-    let errors: Vec<String> = v.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path)).collect();
-    assert!(errors.is_empty(), "{what} does not match docs/report.schema.json:\n{}", errors.join("\n"));
+    let errors: Vec<String> = v
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what} does not match docs/report.schema.json:\n{}",
+        errors.join("\n")
+    );
 }
 
 /// The body of an insta `.snap` file (after the `---` header).
@@ -44,8 +52,13 @@ fn snap_body(text: &str) -> &str {
 
 fn snapshots() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for dir in ["crates/report/tests/snapshots", "crates/cli/tests/snapshots"] {
-        let Ok(rd) = std::fs::read_dir(root().join(dir)) else { continue };
+    for dir in [
+        "crates/report/tests/snapshots",
+        "crates/cli/tests/snapshots",
+    ] {
+        let Ok(rd) = std::fs::read_dir(root().join(dir)) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.extension().is_some_and(|x| x == "snap") {
@@ -75,7 +88,11 @@ fn every_json_snapshot_matches_the_schema() {
     let flows = validator(Some("flows_document"));
     let mut checked = 0;
     for p in snapshots() {
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
         let text = std::fs::read_to_string(&p).unwrap();
         let body = snap_body(&text);
         if name.ends_with(".flows.json.snap") {
@@ -84,7 +101,11 @@ fn every_json_snapshot_matches_the_schema() {
             check(&report, &serde_json::from_str(body).unwrap(), &name);
         } else if name.ends_with(".jsonl.snap") {
             for (i, l) in body.lines().filter(|l| !l.trim().is_empty()).enumerate() {
-                check(&line, &serde_json::from_str(l).unwrap(), &format!("{name} line {}", i + 1));
+                check(
+                    &line,
+                    &serde_json::from_str(l).unwrap(),
+                    &format!("{name} line {}", i + 1),
+                );
             }
         } else {
             continue;

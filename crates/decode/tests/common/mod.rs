@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod build;
+
 use std::path::Path;
 
 /// Every frame of a capture file as (LINKTYPE, captured bytes, wire length); `None` if the

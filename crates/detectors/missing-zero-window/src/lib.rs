@@ -19,12 +19,18 @@
 //!    length — so flow control cannot explain the silence;
 //! 3. segments of that size were acknowledged earlier in the same direction
 //!    (the path carries them; otherwise this is `mss-blackhole`);
-//! 4. the receiver demonstrably got the retransmissions: it answers them with
-//!    duplicate ACKs at *S* with an open window, or the capture was taken on the
-//!    receiver's link (its packets still carry an initial TTL, 64/128/255) and
-//!    shows the retransmissions arriving. Without either the finding is a
-//!    `warning` whose summary says the capture cannot tell a silent drop from a
-//!    path failure.
+//! 4. the receiver had taken in far more than its window before the drop
+//!    (relative ACK ≥ max([`BUSY_WINDOWS`] × window, [`MIN_ACKED_BYTES`])): a
+//!    receive buffer only reaches `tcp_rmem` max on a busy flow, which rules out
+//!    keep-alives and short replies sent to a peer that went away;
+//! 5. the receiver demonstrably got the retransmissions: it answers them with
+//!    duplicate ACKs at *S* with an open window (seed 003's production trace),
+//!    or the capture was taken on the receiver's link — its packets still carry
+//!    an initial TTL (64/128/255) — and shows the retransmissions arriving
+//!    unanswered (the lab's kernel-6.1 capture). Unanswered retransmissions seen
+//!    from afar are not reported: a dead peer or a broken path looks the same.
+//!
+//! Severity `error`.
 //!
 //! **Evidence keys.** `receiver`/`sender` (role + address:port), `stuck_ack`
 //! (relative sequence, bytes), `segment_bytes` (payload of the stuck segment),
@@ -34,14 +40,16 @@
 //! `backoff_doublings` (count), `duration_ms` (ms, original transmission → last
 //! retransmission or the ACK that ended it), `receiver_answers_open_window`
 //! (count of duplicate ACKs at `stuck_ack` with a non-zero window),
-//! `capture_at_receiver` (bool, from TTL), `receiver_ttl`, `largest_acked_payload`
+//! `capture_at_receiver` (bool: receiver TTL initial, sender's decremented),
+//! `capture_on_receiver_link` (bool: receiver TTL initial), `receiver_ttl`,
+//! `sender_ttl` (highest TTL / hop limit seen), `largest_acked_payload`
 //! (bytes, proves the path carries the size), `acknowledged_later` (bool),
 //! `zero_window_seen` (always false: with a zero window this is `zero-window`).
 //!
-//! **Known false positives.** A receiver host that crashes or is cut off right
-//! after acknowledging, seen from the sender side (reported as `warning`,
-//! hedged). Middleboxes that drop one flow's data (stateful firewall timeout)
-//! look the same from the sender side.
+//! **Known false positives.** An inline device on the receiver's link (bridge
+//! IPS, L2 firewall) dropping one flow's data behind the capture point looks
+//! the same as a silent receiver; so does a receiver that discards segments
+//! for another reason (bad checksum offload, PAWS) while acknowledging.
 //!
 //! **Remedy.** On the receiver: Linux ≥ 6.5 with `net.ipv4.tcp_shrink_window=1`
 //! (or a kernel carrying the fix) so it shrinks the window to zero instead of
@@ -51,7 +59,7 @@
 use pcapsleuth_core::{Direction, Endpoint, FrameNo, StreamId, Timestamp};
 use pcapsleuth_detect::retx::{backoff_doublings, is_initial_ttl, ns_to_ms, DirLedger, Tx};
 use pcapsleuth_detect::{
-    Detector, DetectorInfo, Evidence, FinishContext, Finding, FlowEvent, PacketContext, Severity,
+    Detector, DetectorInfo, Evidence, Finding, FinishContext, FlowEvent, PacketContext, Severity,
 };
 use pcapsleuth_flow::SegmentEvent;
 use serde_json::json;
@@ -63,6 +71,13 @@ pub const ID: &str = "missing-zero-window";
 /// Fewest retransmissions of the stuck segment (seed 003: the sender backs off
 /// until it times out, typically 15 retries).
 pub const MIN_RETRANSMISSIONS: u32 = 3;
+
+/// Bytes the receiver must have acknowledged before the drop, at least
+/// (a receive buffer at `tcp_rmem` max holds megabytes).
+pub const MIN_ACKED_BYTES: u64 = 65_536;
+
+/// ... and at least this many times the window it advertised at the drop.
+pub const BUSY_WINDOWS: u64 = 4;
 
 /// Receiver segments remembered per direction to find the last ACK before the drop.
 const RING: usize = 64;
@@ -76,8 +91,8 @@ worth of window, and segments of that size had been acknowledged before (so it i
 seed 003 (Cloudflare 2023) - Linux before 6.5 lets the receive buffer grow to tcp_rmem max and then drops incoming \
 data without ever sending a zero window (TCPRcvQDrop, TCPWantZeroWindowAdv); the sender backs off until the \
 connection times out. Strongest when the receiver answers each retransmission with a duplicate ACK at S and an open \
-window, or when the capture was taken at the receiver (initial TTL) so the retransmissions are seen arriving; \
-otherwise reported as a warning. What to do: on the receiver run Linux >= 6.5 and set net.ipv4.tcp_shrink_window=1 \
+window, or when the capture was taken on the receiver's link (initial TTL) so the retransmissions are seen \
+arriving; unanswered retransmissions seen from afar are not reported (a dead peer looks the same). What to do: on the receiver run Linux >= 6.5 and set net.ipv4.tcp_shrink_window=1 \
 so it advertises a zero window instead of dropping; meanwhile lower net.ipv4.tcp_rmem max or make the application \
 read faster.";
 
@@ -148,12 +163,18 @@ impl MissingZeroWindow {
         // 1. As data sender.
         let key = (seg.stream, seg.dir.index());
         if seg.payload_len > 0 && !seg.flags.syn() && !seg.flags.rst() {
-            let st = self.dirs.entry(key).or_insert_with(|| DirState { ledger: DirLedger::new(u32::MAX), ..Default::default() });
+            let st = self.dirs.entry(key).or_insert_with(|| DirState {
+                ledger: DirLedger::new(u32::MAX),
+                ..Default::default()
+            });
             let una = st.ledger.highest_ack;
             let rec = st.ledger.on_data(seg).cloned();
             if let Some(rec) = rec {
                 if una == Some(rec.rel_seq) {
-                    let tx = Tx { frame: seg.frame, ts: seg.ts };
+                    let tx = Tx {
+                        frame: seg.frame,
+                        ts: seg.ts,
+                    };
                     let same = st.ep.as_ref().is_some_and(|e| e.stuck_seq == rec.rel_seq);
                     if !same {
                         if let Some(old) = st.ep.take() {
@@ -161,11 +182,26 @@ impl MissingZeroWindow {
                             let sk = st.scale_known;
                             self.consider(seg.stream, seg.dir, old, largest, sk);
                         }
-                        let Some(st) = self.dirs.get_mut(&key) else { return };
-                        let orig = (rec.tx_count > 1).then(|| rec.txs.first().copied()).flatten();
+                        let Some(st) = self.dirs.get_mut(&key) else {
+                            return;
+                        };
+                        let orig = (rec.tx_count > 1)
+                            .then(|| rec.txs.first().copied())
+                            .flatten();
                         let before_frame = orig.map(|o| o.frame).unwrap_or(seg.frame);
-                        let last_ack_before = st.ring.iter().rev().find(|r| r.frame < before_frame).copied();
-                        let mut ep = Episode { stuck_seq: rec.rel_seq, len: rec.payload_len, orig, last_ack_before, ..Default::default() };
+                        let last_ack_before = st
+                            .ring
+                            .iter()
+                            .rev()
+                            .find(|r| r.frame < before_frame)
+                            .copied();
+                        let mut ep = Episode {
+                            stuck_seq: rec.rel_seq,
+                            len: rec.payload_len,
+                            orig,
+                            last_ack_before,
+                            ..Default::default()
+                        };
                         // Retransmissions before this one (same bytes) count too.
                         for t in rec.txs.iter().skip(1) {
                             if t.frame != seg.frame {
@@ -191,13 +227,20 @@ impl MissingZeroWindow {
             return;
         }
         let dkey = (seg.stream, seg.dir.reverse().index());
-        let Some(st) = self.dirs.get_mut(&dkey) else { return };
+        let Some(st) = self.dirs.get_mut(&dkey) else {
+            return;
+        };
         let (window, known) = match seg.window_bytes {
             Some(b) => (b, true),
             None => (u64::from(seg.window_raw), false),
         };
         st.scale_known |= known;
-        let r = RcvSeg { frame: seg.frame, ts: seg.ts, window, raw: seg.window_raw };
+        let r = RcvSeg {
+            frame: seg.frame,
+            ts: seg.ts,
+            window,
+            raw: seg.window_raw,
+        };
         if st.ring.len() >= RING {
             st.ring.pop_front();
         }
@@ -232,7 +275,14 @@ impl MissingZeroWindow {
 
     /// Keep an ended episode if it has the signature (all but the vantage test,
     /// which needs the TTLs seen up to the end).
-    fn consider(&mut self, stream: StreamId, dir: Direction, ep: Episode, largest_acked_payload: u32, scale_known: bool) {
+    fn consider(
+        &mut self,
+        stream: StreamId,
+        dir: Direction,
+        ep: Episode,
+        largest_acked_payload: u32,
+        scale_known: bool,
+    ) {
         if ep.retx_count < MIN_RETRANSMISSIONS || ep.zero_seen {
             return;
         }
@@ -241,7 +291,9 @@ impl MissingZeroWindow {
             return;
         }
         // The window must have been open for this segment.
-        let Some(before) = ep.last_ack_before else { return };
+        let Some(before) = ep.last_ack_before else {
+            return;
+        };
         if before.raw == 0 || (scale_known && before.window < u64::from(ep.len)) {
             return;
         }
@@ -249,7 +301,19 @@ impl MissingZeroWindow {
         if largest_acked_payload < ep.len {
             return;
         }
-        self.hits.push(Hit { stream, dir, ep, largest_acked_payload, scale_known });
+        // A receive buffer only fills after the receiver has taken in far more
+        // than its window (seed 003: megabytes queued behind a 32 KB window).
+        let min_bytes = (before.window.saturating_mul(BUSY_WINDOWS)).max(MIN_ACKED_BYTES);
+        if ep.stuck_seq < 0 || (ep.stuck_seq as u64) < min_bytes {
+            return;
+        }
+        self.hits.push(Hit {
+            stream,
+            dir,
+            ep,
+            largest_acked_payload,
+            scale_known,
+        });
     }
 }
 
@@ -259,10 +323,16 @@ fn ladder_gaps(ep: &Episode) -> Vec<i64> {
         ts.push(o.ts.0);
     }
     ts.extend(ep.retx.iter().map(|t| t.ts.0));
-    ts.windows(2).map(|w| w[1].saturating_sub(w[0]).max(0)).collect()
+    ts.windows(2)
+        .map(|w| w[1].saturating_sub(w[0]).max(0))
+        .collect()
 }
 
-fn endpoint_label(ctx: &FinishContext, stream: StreamId, sender_is_client: bool) -> (String, String) {
+fn endpoint_label(
+    ctx: &FinishContext,
+    stream: StreamId,
+    sender_is_client: bool,
+) -> (String, String) {
     let ends: Option<(Endpoint, Endpoint)> = ctx.streams.get(&stream).copied();
     let ep = ends.map(|(c, s)| if sender_is_client { c } else { s });
     let role = if sender_is_client { "client" } else { "server" };
@@ -285,7 +355,11 @@ fn fmt_ms(v: f64) -> String {
 
 impl Detector for MissingZeroWindow {
     fn info(&self) -> DetectorInfo {
-        DetectorInfo { id: ID, title: "Receiver drops data behind an open window (missing zero window)", explain: EXPLAIN }
+        DetectorInfo {
+            id: ID,
+            title: "Receiver drops data behind an open window (missing zero window)",
+            explain: EXPLAIN,
+        }
     }
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
@@ -295,7 +369,8 @@ impl Detector for MissingZeroWindow {
     }
 
     fn on_packet(&mut self, pkt: &PacketContext<'_>) {
-        if let (Some(stream), Some(dir), Some(ip)) = (pkt.flow.stream, pkt.flow.dir, pkt.decoded.ip) {
+        if let (Some(stream), Some(dir), Some(ip)) = (pkt.flow.stream, pkt.flow.dir, pkt.decoded.ip)
+        {
             if matches!(pkt.decoded.transport, pcapsleuth_decode::Transport::Tcp(_)) {
                 let e = self.ttl.entry((stream, dir.index())).or_insert(0);
                 *e = (*e).max(ip.ttl);
@@ -322,8 +397,17 @@ impl Detector for MissingZeroWindow {
             let (srole, saddr) = endpoint_label(ctx, h.stream, sender_is_client);
             let (rrole, raddr) = endpoint_label(ctx, h.stream, !sender_is_client);
             let rttl = self.ttl.get(&(h.stream, h.dir.reverse().index())).copied();
-            let at_receiver = rttl.is_some_and(is_initial_ttl);
+            let sttl = self.ttl.get(&(h.stream, h.dir.index())).copied();
+            // The receiver's packets still carry an initial TTL: the capture
+            // point is on the receiver's own link, so retransmissions seen here
+            // reached it. If the sender's are decremented, the capture is at the receiver's end.
+            let on_receiver_link = rttl.is_some_and(is_initial_ttl);
+            let at_receiver = on_receiver_link && sttl.is_some_and(|t| !is_initial_ttl(t));
             let answered = ep.answered_count > 0;
+            if !answered && !on_receiver_link {
+                // Unanswered and seen from afar: a dead peer or path looks the same.
+                continue;
+            }
             let gaps = ladder_gaps(ep);
             let ladder: Vec<f64> = gaps.iter().map(|g| ns_to_ms(*g)).collect();
             let before = ep.last_ack_before;
@@ -355,52 +439,60 @@ impl Detector for MissingZeroWindow {
             ev.insert("sender".into(), json!(format!("{srole} {saddr}")));
             ev.insert("stuck_ack".into(), json!(ep.stuck_seq));
             ev.insert("segment_bytes".into(), json!(ep.len));
-            ev.insert("windows_advertised".into(), json!(windows.iter().copied().collect::<Vec<u64>>()));
+            ev.insert(
+                "windows_advertised".into(),
+                json!(windows.iter().copied().collect::<Vec<u64>>()),
+            );
             ev.insert("window_at_drop_bytes".into(), json!(window_at_drop));
             ev.insert("window_scale_known".into(), json!(h.scale_known));
             ev.insert("retransmissions".into(), json!(ep.retx_count));
             ev.insert("rto_ladder_ms".into(), json!(ladder));
             ev.insert("backoff_doublings".into(), json!(backoff_doublings(&gaps)));
             ev.insert("duration_ms".into(), json!(ns_to_ms(dur_ns)));
-            ev.insert("receiver_answers_open_window".into(), json!(ep.answered_count));
+            ev.insert(
+                "receiver_answers_open_window".into(),
+                json!(ep.answered_count),
+            );
             ev.insert("capture_at_receiver".into(), json!(at_receiver));
+            ev.insert("capture_on_receiver_link".into(), json!(on_receiver_link));
+            ev.insert("sender_ttl".into(), json!(sttl));
             ev.insert("receiver_ttl".into(), json!(rttl));
-            ev.insert("largest_acked_payload".into(), json!(h.largest_acked_payload));
+            ev.insert(
+                "largest_acked_payload".into(),
+                json!(h.largest_acked_payload),
+            );
             ev.insert("acknowledged_later".into(), json!(ep.acked_at.is_some()));
             ev.insert("zero_window_seen".into(), json!(false));
             let ladder_txt = match (ladder.first(), ladder.last()) {
-                (Some(a), Some(b)) if ladder.len() > 1 => format!("{} … {} ms", fmt_ms(*a), fmt_ms(*b)),
+                (Some(a), Some(b)) if ladder.len() > 1 => {
+                    format!("{} … {} ms", fmt_ms(*a), fmt_ms(*b))
+                }
                 (Some(a), _) => format!("{} ms", fmt_ms(*a)),
                 _ => String::new(),
             };
             let how = if answered {
-                format!("answering {} of them with duplicate ACKs that keep the window open", ep.answered_count)
+                format!(
+                    "answering {} of them with duplicate ACKs that keep the window open",
+                    ep.answered_count
+                )
             } else if at_receiver {
-                "the capture, taken on the receiver's link, shows them arriving unanswered".to_string()
+                "the capture, taken at the receiver's end, shows them arriving unanswered"
+                    .to_string()
             } else {
-                String::new()
+                "the capture, taken on the receiver's link (its packets carry an initial TTL), shows them arriving unanswered".to_string()
             };
-            let (severity, summary) = if answered || at_receiver {
-                (
-                    Severity::Error,
-                    format!(
-                        "The {rrole} {raddr} stopped acknowledging at relative seq {} while still advertising a {}-byte window and never sent a zero window; the {srole} re-sent the {}-byte segment {} times with exponential backoff ({ladder_txt}), {how}: the receiver is dropping data behind an open window (seed 003).",
-                        ep.stuck_seq, window_at_drop, ep.len, ep.retx_count
-                    ),
-                )
-            } else {
-                (
-                    Severity::Warning,
-                    format!(
-                        "The {rrole} {raddr} stopped acknowledging at relative seq {} with a {}-byte window open and never sent a zero window, while the {srole} re-sent the {}-byte segment {} times with exponential backoff ({ladder_txt}); from this capture point it cannot be told whether the receiver dropped them behind its open window (seed 003) or the path to it failed.",
-                        ep.stuck_seq, window_at_drop, ep.len, ep.retx_count
-                    ),
-                )
-            };
+            let severity = Severity::Error;
+            let summary = format!(
+                "The {rrole} {raddr} stopped acknowledging at relative seq {} while still advertising a {}-byte window and never sent a zero window; the {srole} re-sent the {}-byte segment {} times with exponential backoff ({ladder_txt}), {how}: the receiver is dropping data behind an open window (seed 003).",
+                ep.stuck_seq, window_at_drop, ep.len, ep.retx_count
+            );
             let remedy = format!(
                 "On {raddr}: run Linux >= 6.5 with net.ipv4.tcp_shrink_window=1 so the receiver advertises a zero window instead of dropping data; meanwhile lower net.ipv4.tcp_rmem max or make the application read faster so the buffer limit is not reached."
             );
-            let start_ts = before.map(|b| b.ts.0).or(start.map(|s| s.ts.0)).unwrap_or(0);
+            let start_ts = before
+                .map(|b| b.ts.0)
+                .or(start.map(|s| s.ts.0))
+                .unwrap_or(0);
             out.push(Finding::new(
                 ID,
                 severity,

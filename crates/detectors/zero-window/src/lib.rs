@@ -42,7 +42,9 @@
 //! it a larger receive buffer.
 
 use pcapsleuth_core::{Direction, Endpoint, FrameNo, StreamId, Timestamp};
-use pcapsleuth_detect::{Detector, DetectorInfo, Evidence, FinishContext, Finding, FlowEvent, Severity};
+use pcapsleuth_detect::{
+    Detector, DetectorInfo, Evidence, Finding, FinishContext, FlowEvent, Severity,
+};
 use pcapsleuth_flow::SegmentEvent;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -207,7 +209,9 @@ impl ZeroWindow {
             if let Some(ep) = st.open.as_mut() {
                 if is_probe(seg) {
                     ep.probe_count += 1;
-                    if seg.payload_len > 0 && (seg.analysis.retransmission || seg.wireshark.retransmission) {
+                    if seg.payload_len > 0
+                        && (seg.analysis.retransmission || seg.wireshark.retransmission)
+                    {
                         ep.data_retx += 1;
                     }
                     ep.awaiting_answer = true;
@@ -219,10 +223,14 @@ impl ZeroWindow {
             }
         }
     }
-
 }
 
-fn label(ctx: &FinishContext, stream: StreamId, dir: Direction, advertiser: bool) -> (String, String) {
+fn label(
+    ctx: &FinishContext,
+    stream: StreamId,
+    dir: Direction,
+    advertiser: bool,
+) -> (String, String) {
     // The advertiser is the sender of the segments in `dir`.
     let sender_is_client = matches!(dir, Direction::ClientToServer) == advertiser;
     let ends: Option<(Endpoint, Endpoint)> = ctx.streams.get(&stream).copied();
@@ -232,7 +240,9 @@ fn label(ctx: &FinishContext, stream: StreamId, dir: Direction, advertiser: bool
         (None, true) => ("client", None),
         (None, false) => ("server", None),
     };
-    let addr = ep.map(|e| format!("{}:{}", fmt_addr(e), e.port)).unwrap_or_else(|| "?".to_string());
+    let addr = ep
+        .map(|e| format!("{}:{}", fmt_addr(e), e.port))
+        .unwrap_or_else(|| "?".to_string());
     (role.to_string(), addr)
 }
 
@@ -258,7 +268,11 @@ fn fmt_ms(ns: i64) -> String {
 
 impl Detector for ZeroWindow {
     fn info(&self) -> DetectorInfo {
-        DetectorInfo { id: ID, title: "Zero-window episodes (ordinary receiver flow control)", explain: EXPLAIN }
+        DetectorInfo {
+            id: ID,
+            title: "Zero-window episodes (ordinary receiver flow control)",
+            explain: EXPLAIN,
+        }
     }
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
@@ -278,7 +292,11 @@ impl Detector for ZeroWindow {
             if st.episode_count == 0 {
                 continue;
             }
-            let dir = if di == 0 { Direction::ClientToServer } else { Direction::ServerToClient };
+            let dir = if di == 0 {
+                Direction::ClientToServer
+            } else {
+                Direction::ServerToClient
+            };
             let (rrole, raddr) = label(ctx, stream, dir, true);
             let (srole, saddr) = label(ctx, stream, dir, false);
             let mut frames: Vec<u64> = Vec::new();
@@ -319,7 +337,12 @@ impl Detector for ZeroWindow {
                 }
             }
             frames.truncate(MAX_FRAMES);
-            let durations: Vec<Value> = st.episodes.iter().take(16).map(|e| json!(ms(e.duration_ns()))).collect();
+            let durations: Vec<Value> = st
+                .episodes
+                .iter()
+                .take(16)
+                .map(|e| json!(ms(e.duration_ns())))
+                .collect();
             let mut ev = Evidence::new();
             ev.insert("receiver".into(), json!(format!("{rrole} {raddr}")));
             ev.insert("sender".into(), json!(format!("{srole} {saddr}")));
@@ -327,14 +350,24 @@ impl Detector for ZeroWindow {
             ev.insert("duration_ms".into(), json!(ms(st.total_ns)));
             ev.insert("longest_episode_ms".into(), json!(ms(longest)));
             ev.insert("episode_durations_ms".into(), Value::Array(durations));
-            ev.insert("windows_advertised".into(), json!(st.windows.iter().copied().collect::<Vec<u64>>()));
+            ev.insert(
+                "windows_advertised".into(),
+                json!(st.windows.iter().copied().collect::<Vec<u64>>()),
+            );
             ev.insert("window_scale_known".into(), json!(st.scale_known));
             ev.insert("probes".into(), json!(probes));
             ev.insert("probes_answered".into(), json!(answered));
-            ev.insert("data_retransmissions_into_zero_window".into(), json!(data_retx));
+            ev.insert(
+                "data_retransmissions_into_zero_window".into(),
+                json!(data_retx),
+            );
             ev.insert("probe_gaps_ms".into(), json!(best_gaps));
             ev.insert("still_closed_at_capture_end".into(), json!(still_closed));
-            let times = if st.episode_count == 1 { "once".to_string() } else { format!("{} times", st.episode_count) };
+            let times = if st.episode_count == 1 {
+                "once".to_string()
+            } else {
+                format!("{} times", st.episode_count)
+            };
             let gaps_txt = if best_gaps.is_empty() {
                 String::new()
             } else {
