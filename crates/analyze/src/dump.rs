@@ -11,14 +11,20 @@ use std::path::Path;
 ///
 /// # Errors
 /// When the file cannot be opened; frames before a later error are returned.
-pub fn dump_streams(path: &Path) -> Result<Vec<(u64, Option<u64>)>, pcapsleuth_ingest::IngestError> {
+pub fn dump_streams(
+    path: &Path,
+) -> Result<Vec<(u64, Option<u64>)>, pcapsleuth_ingest::IngestError> {
     let mut reader = CaptureReader::open(path)?;
     let mut decoder = Decoder::new();
     let mut flows = FlowTable::new(FlowConfig::default());
     let mut events = Vec::new();
     let mut out = Vec::new();
     while let Some(frame) = reader.next_frame()? {
-        let meta = PacketMeta { frame: frame.number, ts: frame.ts, interface: frame.interface };
+        let meta = PacketMeta {
+            frame: frame.number,
+            ts: frame.ts,
+            interface: frame.interface,
+        };
         let decoded = decoder.decode(frame.linktype.0, frame.data);
         events.clear();
         let info = flows.on_packet(&meta, &decoded, &mut events);
@@ -55,8 +61,12 @@ pub fn dump_analysis(path: &Path) -> Result<Vec<AnalysisRow>, pcapsleuth_ingest:
     let mut events = Vec::new();
     let mut out = Vec::new();
     while let Some(frame) = reader.next_frame()? {
-        let meta = PacketMeta { frame: frame.number, ts: frame.ts, interface: frame.interface };
-        let decoded = decoder.decode(frame.linktype.0, frame.data);
+        let meta = PacketMeta {
+            frame: frame.number,
+            ts: frame.ts,
+            interface: frame.interface,
+        };
+        let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
         events.clear();
         flows.on_packet(&meta, &decoded, &mut events);
         for ev in &events {

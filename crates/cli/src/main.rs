@@ -356,8 +356,9 @@ fn check_line(c: &CaptureReport, threshold: Severity) -> (String, bool) {
         ids
     };
     let counts = format!(
-        "{} findings ({} error, {} warning, {} info)",
+        "{} finding{} ({} error, {} warning, {} info)",
         c.findings.len(),
+        if c.findings.len() == 1 { "" } else { "s" },
         count(Severity::Error),
         count(Severity::Warning),
         count(Severity::Info)
@@ -468,9 +469,7 @@ fn cmd_explain(detector: Option<&str>) -> i32 {
         {
             Some(info) => {
                 out.put(&format!("{}: {}\n\n", info.id, info.title));
-                let text = info.explain.trim_end();
-                out.put(text);
-                out.put("\n");
+                out.put(&wrap(info.explain.trim_end(), 80));
                 EXIT_OK
             }
             None => {
@@ -482,6 +481,34 @@ fn cmd_explain(detector: Option<&str>) -> i32 {
             }
         },
     }
+}
+
+/// Word-wrap each line of `text` to `width` columns (lines starting with
+/// whitespace, e.g. indented examples, are kept as they are). Ends with `\n`.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with(char::is_whitespace) || line.chars().count() <= width {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        let mut col = 0;
+        for word in line.split(' ').filter(|w| !w.is_empty()) {
+            let n = word.chars().count();
+            if col > 0 && col + 1 + n > width {
+                out.push('\n');
+                col = 0;
+            } else if col > 0 {
+                out.push(' ');
+                col += 1;
+            }
+            out.push_str(word);
+            col += n;
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn cmd_streams(input: &Path) -> i32 {
@@ -525,6 +552,13 @@ mod tests {
     }
 
     #[test]
+    fn wrapping() {
+        assert_eq!(wrap("aaa bbb ccc", 7), "aaa bbb\nccc\n");
+        assert_eq!(wrap("short\n  indented line that is long", 8), "short\n  indented line that is long\n");
+        assert_eq!(wrap("averyveryverylongword x", 5), "averyveryverylongword\nx\n");
+    }
+
+    #[test]
     fn check_line_thresholds() {
         let mut c = CaptureReport {
             path: "a.pcap".into(),
@@ -563,7 +597,7 @@ mod tests {
         assert!(!check_line(&c, Severity::Error).1);
         assert_eq!(
             check_line(&c, Severity::Warning).0,
-            "a.pcap: FAIL: 1 findings (0 error, 1 warning, 0 info); at or above warning: zero-window"
+            "a.pcap: FAIL: 1 finding (0 error, 1 warning, 0 info); at or above warning: zero-window"
         );
         c.error = Some("boom".into());
         assert_eq!(

@@ -50,7 +50,12 @@ impl Decoder {
     /// than the frame ("IPv4 total length exceeds packet length") yields the
     /// TCP `payload_len` Wireshark shows as `tcp.len`. `total_len` fields still
     /// hold the header values. With `None` this is exactly `decode`.
-    pub fn decode_frame<'a>(&'a mut self, linktype: u32, data: &'a [u8], wire_len: Option<u32>) -> Decoded<'a> {
+    pub fn decode_frame<'a>(
+        &'a mut self,
+        linktype: u32,
+        data: &'a [u8],
+        wire_len: Option<u32>,
+    ) -> Decoded<'a> {
         let mut st = St::new();
         if let Some(w) = wire_len {
             st.wire_end = usize::try_from(w).unwrap_or(usize::MAX).max(data.len());
@@ -118,13 +123,23 @@ pub(crate) struct St<'b> {
 
 impl<'b> St<'b> {
     fn new() -> Self {
-        St { d: Decoded::default(), depth: 0, base: 0, in_reasm: false, wire_end: usize::MAX }
+        St {
+            d: Decoded::default(),
+            depth: 0,
+            base: 0,
+            in_reasm: false,
+            wire_end: usize::MAX,
+        }
     }
 
     /// Record where and why decoding stopped.
     pub fn stop(&mut self, layer: Layer, off: usize, reason: StopReason) {
         let off = u32::try_from(off).unwrap_or(u32::MAX);
-        self.d.stop = Some(DecodeStop { layer, offset: self.base.saturating_add(off), reason });
+        self.d.stop = Some(DecodeStop {
+            layer,
+            offset: self.base.saturating_add(off),
+            reason,
+        });
     }
 
     /// Count one nesting step; false (with a stop recorded) when too deep.

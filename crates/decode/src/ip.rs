@@ -10,12 +10,20 @@ use crate::decoder::{sl, FragReq, Res, St};
 use crate::reassembly::FragKey;
 use crate::{Fragment, IpHeader, IpVersion, Layer, StopReason, Transport};
 use etherparse::err::{ip_auth, ipv4, ipv6};
-use etherparse::{IpAuthHeaderSlice, Ipv4HeaderSlice, Ipv6FragmentHeaderSlice, Ipv6HeaderSlice, Ipv6RawExtHeaderSlice};
+use etherparse::{
+    IpAuthHeaderSlice, Ipv4HeaderSlice, Ipv6FragmentHeaderSlice, Ipv6HeaderSlice,
+    Ipv6RawExtHeaderSlice,
+};
 use std::net::IpAddr;
 
 /// An IP header at `off`; `hint` is the version the enclosing layer announced
 /// (a mismatching version nibble is [`StopReason::Malformed`]).
-pub(crate) fn ip<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize, hint: Option<IpVersion>) -> Res<'b> {
+pub(crate) fn ip<'b>(
+    st: &mut St<'b>,
+    buf: &'b [u8],
+    off: usize,
+    hint: Option<IpVersion>,
+) -> Res<'b> {
     if !st.enter(off) {
         return Ok(());
     }
@@ -70,7 +78,11 @@ fn ipv4<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize) -> Res<'b> {
     let more = s.more_fragments();
     let id = u32::from(s.identification());
     let proto = s.protocol().0;
-    let fragment = (frag_off > 0 || more).then_some(Fragment { offset: frag_off, more, id });
+    let fragment = (frag_off > 0 || more).then_some(Fragment {
+        offset: frag_off,
+        more,
+        id,
+    });
     push_ip(
         st,
         IpHeader {
@@ -240,5 +252,12 @@ fn frag<'b>(
         st.stop(Layer::Ip, off, StopReason::Fragment);
         return Ok(());
     }
-    Err(FragReq { key, offset: f.offset, more: f.more, data: sl(data, 0, plen), proto, frame_off: off })
+    Err(FragReq {
+        key,
+        offset: f.offset,
+        more: f.more,
+        data: sl(data, 0, plen),
+        proto,
+        frame_off: off,
+    })
 }

@@ -29,10 +29,15 @@ pub(crate) fn link<'b>(st: &mut St<'b>, linktype: u32, buf: &'b [u8]) -> Res<'b>
                 Ok(())
             }
         },
-        105 => ieee80211(st, buf, 0),
+        105 => ieee80211(st, buf, 0, false),
         // Radiotap: little-endian header length at bytes 2-3, then 802.11.
         127 => match buf.get(2..4) {
-            Some(l) => ieee80211(st, buf, usize::from(u16::from_le_bytes([l[0], l[1]]))),
+            Some(l) => ieee80211(
+                st,
+                buf,
+                usize::from(u16::from_le_bytes([l[0], l[1]])),
+                false,
+            ),
             None => {
                 st.stop(Layer::Link, 0, StopReason::Truncated);
                 Ok(())
@@ -44,7 +49,7 @@ pub(crate) fn link<'b>(st: &mut St<'b>, linktype: u32, buf: &'b [u8]) -> Res<'b>
                 let len = usize::from(u16::from_le_bytes([l[0], l[1]]));
                 match u32::from_le_bytes([d[0], d[1], d[2], d[3]]) {
                     1 => ethernet(st, buf, len),
-                    105 => ieee80211(st, buf, len),
+                    105 => ieee80211(st, buf, len, false),
                     _ => {
                         st.stop(Layer::Link, 0, StopReason::Unsupported);
                         Ok(())
@@ -102,7 +107,8 @@ fn null<'b>(st: &mut St<'b>, buf: &'b [u8], network_order: bool) -> Res<'b> {
 
 /// Linux cooked capture v1 (16-byte header).
 fn sll<'b>(st: &mut St<'b>, buf: &'b [u8]) -> Res<'b> {
-    let (Some(pkttype), Some(hatype), Some(proto)) = (be16(buf, 0), be16(buf, 2), be16(buf, 14)) else {
+    let (Some(pkttype), Some(hatype), Some(proto)) = (be16(buf, 0), be16(buf, 2), be16(buf, 14))
+    else {
         st.stop(Layer::Link, 0, StopReason::Truncated);
         return Ok(());
     };
@@ -162,7 +168,10 @@ fn nflog<'b>(st: &mut St<'b>, buf: &'b [u8]) -> Res<'b> {
             return Ok(());
         };
         let rest = buf.len() - off;
-        let (mut len, mut ty) = (u16::from_le_bytes([h[0], h[1]]) as usize, u16::from_le_bytes([h[2], h[3]]));
+        let (mut len, mut ty) = (
+            u16::from_le_bytes([h[0], h[1]]) as usize,
+            u16::from_le_bytes([h[2], h[3]]),
+        );
         if len < 4 || len > rest {
             len = u16::from_be_bytes([h[0], h[1]]) as usize;
             ty = u16::from_be_bytes([h[2], h[3]]);
@@ -241,7 +250,12 @@ pub(crate) fn ethernet<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize) -> Res<'b
 /// Dispatch on an ethertype whose payload starts at `off`, skipping any
 /// number of 802.1Q / 802.1ad / QinQ tags (0x8100, 0x88A8, 0x9100, 0x9200).
 /// Tags are recorded in [`crate::LinkInfo`] only before the first IP header.
-pub(crate) fn ethertype<'b>(st: &mut St<'b>, buf: &'b [u8], mut ty: u16, mut off: usize) -> Res<'b> {
+pub(crate) fn ethertype<'b>(
+    st: &mut St<'b>,
+    buf: &'b [u8],
+    mut ty: u16,
+    mut off: usize,
+) -> Res<'b> {
     loop {
         match ty {
             0x8100 | 0x88A8 | 0x9100 | 0x9200 => {
@@ -318,14 +332,16 @@ fn pppoe<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize) -> Res<'b> {
 }
 
 /// IEEE 802.11 data frame (no radiotap) followed by LLC/SNAP, as carried by
-/// Aruba GRE (protocol 0x8200–0x82FF, Wireshark `gre` "ARUBA WLAN") and
-/// LINKTYPE_IEEE802_11 (105). Management/control frames, null data and
+/// Aruba GRE (protocol 0x8200–0x82FF, Wireshark `gre` "ARUBA WLAN"), CAPWAP
+/// (frame control byte-swapped, Wireshark's `capwap.swap_frame_control`
+/// default) and LINKTYPE_IEEE802_11 (105). Management/control frames, null data and
 /// protected (encrypted) frames are unsupported.
-pub(crate) fn ieee80211<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize) -> Res<'b> {
-    let (Some(&fc0), Some(&fc1)) = (buf.get(off), buf.get(off + 1)) else {
+pub(crate) fn ieee80211<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize, swap_fc: bool) -> Res<'b> {
+    let (Some(&a), Some(&b)) = (buf.get(off), buf.get(off + 1)) else {
         st.stop(st.link_layer(), off, StopReason::Truncated);
         return Ok(());
     };
+    let (fc0, fc1) = if swap_fc { (b, a) } else { (a, b) };
     let (ftype, subtype) = ((fc0 >> 2) & 3, fc0 >> 4);
     if ftype != 2 || subtype & 4 != 0 || fc1 & 0x40 != 0 {
         st.stop(st.link_layer(), off, StopReason::Unsupported);
@@ -347,7 +363,11 @@ pub(crate) fn ieee80211<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize) -> Res<'
             return ethertype(st, buf, ty, p + 8);
         }
     }
-    let reason = if buf.len() < p + 8 { StopReason::Truncated } else { StopReason::Unsupported };
+    let reason = if buf.len() < p + 8 {
+        StopReason::Truncated
+    } else {
+        StopReason::Unsupported
+    };
     st.stop(st.link_layer(), p.min(buf.len()), reason);
     Ok(())
 }

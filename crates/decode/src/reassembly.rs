@@ -66,7 +66,12 @@ impl Reassembler {
             Some(i) => i,
             None => {
                 if self.slots.len() >= MAX_DATAGRAMS {
-                    let oldest = self.slots.iter().enumerate().min_by_key(|(_, s)| s.born).map(|(i, _)| i)?;
+                    let oldest = self
+                        .slots
+                        .iter()
+                        .enumerate()
+                        .min_by_key(|(_, s)| s.born)
+                        .map(|(i, _)| i)?;
                     self.slots.swap_remove(oldest);
                 }
                 self.clock += 1;
@@ -100,7 +105,11 @@ impl Reassembler {
         let total = slot.total?;
         let proto = slot.first_proto?;
         let blocks = total.div_ceil(8);
-        let complete = (0..blocks).all(|b| slot.bits.get(b / 64).is_some_and(|w| w & (1 << (b % 64)) != 0));
+        let complete = (0..blocks).all(|b| {
+            slot.bits
+                .get(b / 64)
+                .is_some_and(|w| w & (1 << (b % 64)) != 0)
+        });
         if !complete {
             return None;
         }
@@ -118,7 +127,55 @@ impl Reassembler {
 
     /// Datagrams in progress.
     #[cfg(test)]
-    pub fn in_progress(&self) -> usize {
+    fn in_progress(&self) -> usize {
         self.slots.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    fn req(id: u32, offset: u32, more: bool, data: &[u8]) -> FragReq<'_> {
+        let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+        FragReq {
+            key: FragKey {
+                src: a,
+                dst: a,
+                proto: 6,
+                id,
+            },
+            offset,
+            more,
+            data,
+            proto: 6,
+            frame_off: 0,
+        }
+    }
+
+    #[test]
+    fn bounded_and_completes() {
+        let mut r = Reassembler::default();
+        for id in 0..200 {
+            assert_eq!(r.insert(&req(id, 0, true, &[1; 8])), None);
+        }
+        assert_eq!(r.in_progress(), MAX_DATAGRAMS);
+        assert_eq!(r.insert(&req(199, 8, false, &[2; 3])), Some(6));
+        assert_eq!(r.completed(), &[1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2]);
+        assert_eq!(r.in_progress(), MAX_DATAGRAMS - 1);
+        // Evicted: id 0 never completes.
+        assert_eq!(r.insert(&req(0, 8, false, &[2; 3])), None);
+    }
+
+    #[test]
+    fn gap_does_not_complete_and_oversize_is_dropped() {
+        let mut r = Reassembler::default();
+        assert_eq!(r.insert(&req(1, 0, true, &[0; 16])), None);
+        assert_eq!(r.insert(&req(1, 24, false, &[0; 8])), None);
+        assert_eq!(r.insert(&req(1, 16, true, &[0; 8])), Some(6));
+        assert_eq!(r.completed().len(), 32);
+        assert_eq!(r.insert(&req(2, 65_528, false, &[0; 16])), None);
+        assert_eq!(r.in_progress(), 0);
     }
 }

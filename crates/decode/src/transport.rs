@@ -8,15 +8,22 @@
 use crate::decoder::{be16, be32, sl, Res, St};
 use crate::ip::ip;
 use crate::{
-    Fragment, IcmpKind, IcmpMessage, IpHeader, IpVersion, Layer, QuotedPacket, StopReason, TcpFlags, TcpOptions,
-    TcpSegment, Transport, UdpDatagram,
+    Fragment, IcmpKind, IcmpMessage, IpHeader, IpVersion, Layer, QuotedPacket, StopReason,
+    TcpFlags, TcpOptions, TcpSegment, Transport, UdpDatagram,
 };
 use pcapsleuth_core::SeqNum;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Decode the upper-layer protocol `proto` at `off` (captured bytes end at
 /// `end`, `plen` = payload length from the IP header).
-pub(crate) fn transport<'b>(st: &mut St<'b>, buf: &'b [u8], proto: u8, off: usize, end: usize, plen: usize) -> Res<'b> {
+pub(crate) fn transport<'b>(
+    st: &mut St<'b>,
+    buf: &'b [u8],
+    proto: u8,
+    off: usize,
+    end: usize,
+    plen: usize,
+) -> Res<'b> {
     let end = end.min(buf.len()).max(off.min(buf.len()));
     let inner = sl(buf, 0, end);
     match proto {
@@ -79,7 +86,8 @@ fn tcp<'b>(st: &mut St<'b>, seg: &'b [u8], off: usize, plen: usize) {
     };
     let w16 = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
     let w32 = |i: usize| u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-    let (src_port, dst_port, seq, ack, window, urgent) = (w16(0), w16(2), w32(4), w32(8), w16(14), w16(18));
+    let (src_port, dst_port, seq, ack, window, urgent) =
+        (w16(0), w16(2), w32(4), w32(8), w16(14), w16(18));
     let (b12, b13) = (h[12], h[13]);
     let doff = usize::from(b12 >> 4) * 4;
     if doff < 20 {
@@ -145,7 +153,9 @@ pub(crate) fn parse_options(opts: &[u8]) -> TcpOptions {
                 }
                 let mut n = 0u8;
                 for (k, blk) in body.chunks_exact(8).take(4).enumerate() {
-                    if let (Some(l), Some(r), Some(slot)) = (be32(blk, 0), be32(blk, 4), o.sack.blocks.get_mut(k)) {
+                    if let (Some(l), Some(r), Some(slot)) =
+                        (be32(blk, 0), be32(blk, 4), o.sack.blocks.get_mut(k))
+                    {
                         *slot = (SeqNum(l), SeqNum(r));
                         n += 1;
                     }
@@ -168,7 +178,11 @@ fn udp<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize, plen: usize) -> Res<'b> {
         st.stop(Layer::Transport, off, StopReason::Truncated);
         return Ok(());
     };
-    let (sport, dport, len) = (h.source_port(), h.destination_port(), usize::from(h.length()));
+    let (sport, dport, len) = (
+        h.source_port(),
+        h.destination_port(),
+        usize::from(h.length()),
+    );
     // Length 0: jumbogram (RFC 2675); use the IP payload length.
     let ulen = if len == 0 { plen } else { len };
     st.d.transport = Transport::Udp(UdpDatagram {
@@ -223,8 +237,19 @@ fn icmp(st: &mut St<'_>, seg: &[u8], off: usize, version: IpVersion) {
         IcmpKind::PacketTooBig => be32(seg, 4),
         _ => None,
     };
-    let quoted = if is_error { quoted(sl(seg, 8, seg.len())) } else { None };
-    st.d.transport = Transport::Icmp(IcmpMessage { version, icmp_type: t, code: c, kind, mtu, quoted });
+    let quoted = if is_error {
+        quoted(sl(seg, 8, seg.len()))
+    } else {
+        None
+    };
+    st.d.transport = Transport::Icmp(IcmpMessage {
+        version,
+        icmp_type: t,
+        code: c,
+        kind,
+        mtu,
+        quoted,
+    });
     if seg.len() < 8 {
         st.stop(Layer::Transport, off, StopReason::Truncated);
     }
@@ -270,7 +295,8 @@ pub(crate) fn quoted(q: &[u8]) -> Option<QuotedPacket> {
         17 | 136 => tb = tb.min(8),
         _ => {}
     }
-    if matches!(ip.protocol, 6 | 17 | 33 | 132 | 136) {
+    // Ports only when both are quoted (at least 4 bytes).
+    if matches!(ip.protocol, 6 | 17 | 33 | 132 | 136) && t.len() >= 4 {
         p.src_port = be16(t, 0);
         p.dst_port = be16(t, 2);
     }

@@ -1,6 +1,7 @@
 //! Tunnels: GRE (RFC 2784/2890, RFC 1701 routing, PPTP enhanced GRE
 //! RFC 2637), ERSPAN I/II/III, and the UDP tunnels Wireshark decodes by their
-//! standard ports: VXLAN (4789), Geneve (6081), GTP-U (2152), Teredo (3544).
+//! standard ports: VXLAN (4789), Geneve (6081), GTP-U (2152), Teredo (3544),
+//! CAPWAP data (5247).
 //! None of these are in etherparse.
 
 use crate::decoder::{be16, Res, St};
@@ -17,7 +18,12 @@ pub(crate) fn gre<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize) -> Res<'b> {
         st.stop(Layer::Tunnel, off, StopReason::Truncated);
         return Ok(());
     };
-    let (c, r, k, s) = (flags & 0x8000 != 0, flags & 0x4000 != 0, flags & 0x2000 != 0, flags & 0x1000 != 0);
+    let (c, r, k, s) = (
+        flags & 0x8000 != 0,
+        flags & 0x4000 != 0,
+        flags & 0x2000 != 0,
+        flags & 0x1000 != 0,
+    );
     let mut len = 4usize;
     match flags & 7 {
         0 => {
@@ -33,7 +39,8 @@ pub(crate) fn gre<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize) -> Res<'b> {
             if r {
                 // RFC 1701 source route entries, ending with a NULL SRE.
                 loop {
-                    let (Some(af), Some(&sre_len)) = (be16(buf, off + len), buf.get(off + len + 3)) else {
+                    let (Some(af), Some(&sre_len)) = (be16(buf, off + len), buf.get(off + len + 3))
+                    else {
                         st.stop(Layer::Tunnel, off, StopReason::Truncated);
                         return Ok(());
                     };
@@ -82,7 +89,7 @@ pub(crate) fn gre<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize) -> Res<'b> {
             ethernet(st, buf, p + 12 + if last & 1 != 0 { 8 } else { 0 })
         }
         // Aruba WLAN: an 802.11 frame.
-        0x8200..=0x82FF => crate::link::ieee80211(st, buf, p),
+        0x8200..=0x82FF => crate::link::ieee80211(st, buf, p, false),
         _ => ethertype(st, buf, proto, p),
     }
 }
@@ -92,7 +99,13 @@ pub(crate) fn gre<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize) -> Res<'b> {
 /// port (< 1024). `off` is the UDP payload offset, `buf` ends with the UDP
 /// datagram. A payload that does not look like the tunnel leaves the UDP
 /// transport as it is.
-pub(crate) fn udp_tunnel<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize, sport: u16, dport: u16) -> Res<'b> {
+pub(crate) fn udp_tunnel<'b>(
+    st: &mut St<'b>,
+    buf: &'b [u8],
+    off: usize,
+    sport: u16,
+    dport: u16,
+) -> Res<'b> {
     let (lo, hi) = (sport.min(dport), sport.max(dport));
     let ports: &[u16] = if lo < 1024 { &[lo][..] } else { &[lo, hi][..] };
     for &p in ports {
@@ -101,6 +114,7 @@ pub(crate) fn udp_tunnel<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize, sport: 
             6081 => return geneve(st, buf, off),
             2152 => return gtpu(st, buf, off),
             3544 => return teredo(st, buf, off),
+            5247 => return capwap_data(st, buf, off),
             _ => {}
         }
     }
@@ -199,4 +213,33 @@ fn teredo<'b>(st: &mut St<'b>, buf: &'b [u8], mut off: usize) -> Res<'b> {
         return Ok(());
     }
     ip(st, buf, off, Some(IpVersion::V6))
+}
+
+/// CAPWAP data channel (RFC 5415 §4.3): preamble type 0 (not DTLS), header of
+/// HLEN 4-byte words; T = 1 with wireless binding 1 carries an 802.11 frame,
+/// T = 0 an Ethernet frame. Fragments (F bit) are not reassembled.
+fn capwap_data<'b>(st: &mut St<'b>, buf: &'b [u8], off: usize) -> Res<'b> {
+    let (Some(&pre), Some(&b1), Some(&b2), Some(&b3)) = (
+        buf.get(off),
+        buf.get(off + 1),
+        buf.get(off + 2),
+        buf.get(off + 3),
+    ) else {
+        return Ok(());
+    };
+    if pre != 0 {
+        return Ok(());
+    }
+    let hlen = usize::from(b1 >> 3) * 4;
+    let (wbid, t, f) = ((b2 >> 1) & 0x1F, b2 & 1 != 0, b3 & 0x80 != 0);
+    let p = off + hlen;
+    if f || hlen < 8 || (t && wbid != 1) {
+        st.stop(Layer::Tunnel, off, StopReason::Unsupported);
+        return Ok(());
+    }
+    if t {
+        crate::link::ieee80211(st, buf, p, true)
+    } else {
+        ethernet(st, buf, p)
+    }
 }

@@ -103,17 +103,29 @@ impl TcpFlags {
     /// NS (RFC 3540) / AE (accurate ECN).
     pub const NS: u16 = 0x100;
     /// SYN set.
-    pub const fn syn(self) -> bool { self.0 & Self::SYN != 0 }
+    pub const fn syn(self) -> bool {
+        self.0 & Self::SYN != 0
+    }
     /// ACK set.
-    pub const fn ack(self) -> bool { self.0 & Self::ACK != 0 }
+    pub const fn ack(self) -> bool {
+        self.0 & Self::ACK != 0
+    }
     /// FIN set.
-    pub const fn fin(self) -> bool { self.0 & Self::FIN != 0 }
+    pub const fn fin(self) -> bool {
+        self.0 & Self::FIN != 0
+    }
     /// RST set.
-    pub const fn rst(self) -> bool { self.0 & Self::RST != 0 }
+    pub const fn rst(self) -> bool {
+        self.0 & Self::RST != 0
+    }
     /// PSH set.
-    pub const fn psh(self) -> bool { self.0 & Self::PSH != 0 }
+    pub const fn psh(self) -> bool {
+        self.0 & Self::PSH != 0
+    }
     /// URG set.
-    pub const fn urg(self) -> bool { self.0 & Self::URG != 0 }
+    pub const fn urg(self) -> bool {
+        self.0 & Self::URG != 0
+    }
 }
 
 /// Up to four SACK blocks (RFC 2018), `[left, right)` in sequence space.

@@ -22,7 +22,10 @@ fn stop_of(lt: u32, f: &[u8]) -> (Option<(Layer, StopReason)>, String) {
 
 #[test]
 fn every_truncation_of_eth_ipv4_tcp_with_options() {
-    let frame = eth(0x0800, &ipv4(6, &tcp_full(1234, 80, 1, 2, 0x012, &SYN_OPTS, b"data")));
+    let frame = eth(
+        0x0800,
+        &ipv4(6, &tcp_full(1234, 80, 1, 2, 0x012, &SYN_OPTS, b"data")),
+    );
     let hdr_end = 14 + 20 + 40;
     for len in 0..=frame.len() {
         let f = &frame[..len];
@@ -30,15 +33,36 @@ fn every_truncation_of_eth_ipv4_tcp_with_options() {
         let d = dec.decode(1, f);
         let stop = d.stop.map(|s| (s.layer, s.reason, s.offset));
         match len {
-            0..=13 => assert_eq!(stop, Some((Layer::Link, StopReason::Truncated, 0)), "len {len}"),
-            14..=33 => assert_eq!(stop, Some((Layer::Ip, StopReason::Truncated, 14)), "len {len}"),
+            0..=13 => assert_eq!(
+                stop,
+                Some((Layer::Link, StopReason::Truncated, 0)),
+                "len {len}"
+            ),
+            14..=33 => assert_eq!(
+                stop,
+                Some((Layer::Ip, StopReason::Truncated, 14)),
+                "len {len}"
+            ),
             34..=53 => {
-                assert_eq!(stop, Some((Layer::Transport, StopReason::Truncated, 34)), "len {len}");
-                assert!(d.ip.is_some() && matches!(d.transport, Transport::None), "len {len}");
+                assert_eq!(
+                    stop,
+                    Some((Layer::Transport, StopReason::Truncated, 34)),
+                    "len {len}"
+                );
+                assert!(
+                    d.ip.is_some() && matches!(d.transport, Transport::None),
+                    "len {len}"
+                );
             }
             _ if len < hdr_end => {
-                assert_eq!(stop, Some((Layer::Transport, StopReason::Truncated, 34)), "len {len}");
-                let Transport::Tcp(t) = d.transport else { panic!("len {len}: no TCP") };
+                assert_eq!(
+                    stop,
+                    Some((Layer::Transport, StopReason::Truncated, 34)),
+                    "len {len}"
+                );
+                let Transport::Tcp(t) = d.transport else {
+                    panic!("len {len}: no TCP")
+                };
                 assert!(t.options.malformed, "len {len}");
                 assert_eq!((t.src_port, t.payload_len, t.header_len), (1234, 4, 40));
                 // MSS is the first option: present once its 4 bytes are.
@@ -46,10 +70,18 @@ fn every_truncation_of_eth_ipv4_tcp_with_options() {
             }
             _ => {
                 assert_eq!(stop, None, "len {len}");
-                let Transport::Tcp(t) = d.transport else { panic!("len {len}: no TCP") };
+                let Transport::Tcp(t) = d.transport else {
+                    panic!("len {len}: no TCP")
+                };
                 assert!(!t.options.malformed);
-                assert_eq!((t.options.mss, t.options.window_scale, t.options.timestamps), (Some(1460), Some(7), Some((1, 2))));
-                assert_eq!((t.payload_len as usize, t.payload.len()), (4, len - hdr_end));
+                assert_eq!(
+                    (t.options.mss, t.options.window_scale, t.options.timestamps),
+                    (Some(1460), Some(7), Some((1, 2)))
+                );
+                assert_eq!(
+                    (t.payload_len as usize, t.payload.len()),
+                    (4, len - hdr_end)
+                );
             }
         }
     }
@@ -58,14 +90,21 @@ fn every_truncation_of_eth_ipv4_tcp_with_options() {
 #[test]
 fn every_truncation_of_icmp_frag_needed() {
     let quoted = ipv4(6, &tcp_full(1234, 80, 77, 88, 0x010, &[], &[0; 1400]));
-    let frame = eth(0x0800, &ipv4(1, &icmp(3, 4, [0, 0, 0x05, 0x78], &quoted[..48])));
+    let frame = eth(
+        0x0800,
+        &ipv4(1, &icmp(3, 4, [0, 0, 0x05, 0x78], &quoted[..48])),
+    );
     let (icmp_at, q_at) = (34usize, 42usize);
     for len in 0..=frame.len() {
         let mut dec = Decoder::new();
         let d = dec.decode(1, &frame[..len]);
         let stop = d.stop.map(|s| (s.layer, s.reason));
         if len < 14 {
-            assert_eq!(stop, Some((Layer::Link, StopReason::Truncated)), "len {len}");
+            assert_eq!(
+                stop,
+                Some((Layer::Link, StopReason::Truncated)),
+                "len {len}"
+            );
             continue;
         }
         if len < icmp_at {
@@ -73,15 +112,29 @@ fn every_truncation_of_icmp_frag_needed() {
             continue;
         }
         if len < icmp_at + 4 {
-            assert_eq!(stop, Some((Layer::Transport, StopReason::Truncated)), "len {len}");
+            assert_eq!(
+                stop,
+                Some((Layer::Transport, StopReason::Truncated)),
+                "len {len}"
+            );
             assert!(matches!(d.transport, Transport::None));
             continue;
         }
-        let Transport::Icmp(m) = d.transport else { panic!("len {len}: {d:?}") };
+        let Transport::Icmp(m) = d.transport else {
+            panic!("len {len}: {d:?}")
+        };
         assert_eq!((m.icmp_type, m.code), (3, 4));
         if len < q_at {
-            assert_eq!(stop, Some((Layer::Transport, StopReason::Truncated)), "len {len}");
-            assert_eq!(m.mtu, if len >= icmp_at + 8 { Some(1400) } else { None }, "len {len}");
+            assert_eq!(
+                stop,
+                Some((Layer::Transport, StopReason::Truncated)),
+                "len {len}"
+            );
+            assert_eq!(
+                m.mtu,
+                if len >= icmp_at + 8 { Some(1400) } else { None },
+                "len {len}"
+            );
             continue;
         }
         assert_eq!(stop, None, "len {len}");
@@ -91,39 +144,111 @@ fn every_truncation_of_icmp_frag_needed() {
             None => assert!(qlen < 20, "len {len}: quoted header lost"),
             Some(q) => {
                 assert!(qlen >= 20);
-                assert_eq!(q.ip.total_len, 1440, "quoted total_len is the original datagram's");
+                assert_eq!(
+                    q.ip.total_len, 1440,
+                    "quoted total_len is the original datagram's"
+                );
                 let tb = qlen - 20;
                 assert_eq!(q.transport_bytes as usize, tb.min(20), "len {len}");
-                assert_eq!(q.src_port.is_some(), tb >= 2, "len {len}");
+                assert_eq!(q.src_port.is_some(), tb >= 4, "len {len}");
                 assert_eq!(q.dst_port.is_some(), tb >= 4, "len {len}");
                 assert_eq!(q.tcp_seq.map(|s| s.0), (tb >= 8).then_some(77), "len {len}");
-                assert_eq!(q.tcp_ack.map(|s| s.0), (tb >= 12).then_some(88), "len {len}");
-                assert_eq!(q.tcp_flags.map(|f| f.0), (tb >= 14).then_some(0x010), "len {len}");
+                assert_eq!(
+                    q.tcp_ack.map(|s| s.0),
+                    (tb >= 12).then_some(88),
+                    "len {len}"
+                );
+                assert_eq!(
+                    q.tcp_flags.map(|f| f.0),
+                    (tb >= 14).then_some(0x010),
+                    "len {len}"
+                );
             }
         }
     }
 }
 
-const LINKTYPES: [u32; 20] = [0, 1, 9, 12, 14, 50, 101, 104, 105, 108, 113, 127, 192, 228, 229, 239, 242, 276, 147, 4];
+const LINKTYPES: [u32; 20] = [
+    0, 1, 9, 12, 14, 50, 101, 104, 105, 108, 113, 127, 192, 228, 229, 239, 242, 276, 147, 4,
+];
 
 /// Valid frames with deep encapsulations, to mutate.
 fn seeds() -> Vec<(u32, Vec<u8>)> {
     let v4t = ipv4(6, &tcp_full(1, 2, 3, 4, 0x010, &SYN_OPTS, b"xx"));
-    let v6t = ipv6(0, &cat(&[&ext8(60), &ext8(6), &tcp_full(1, 2, 3, 4, 0x010, &SYN_OPTS, b"xx")]));
+    let v6t = ipv6(
+        0,
+        &cat(&[
+            &ext8(60),
+            &ext8(6),
+            &tcp_full(1, 2, 3, 4, 0x010, &SYN_OPTS, b"xx"),
+        ]),
+    );
     let e4 = eth(0x8100, &cat(&[&tag(3, 0x0800), &v4t]));
     vec![
         (1, e4.clone()),
-        (101, ipv4_outer(47, &cat(&[&[0x30, 0, 0x65, 0x58, 0, 0, 0, 1, 0, 0, 0, 2], &e4]))),
-        (101, ipv4_outer(17, &udp(49152, 4789, &cat(&[&[8, 0, 0, 0, 0, 0, 1, 0], &e4])))),
-        (101, ipv4_outer(17, &udp(6081, 6081, &cat(&[&[1, 0, 0x86, 0xDD, 0, 0, 1, 0, 0, 0, 0, 0], &v6t])))),
-        (101, ipv4_outer(17, &udp(2152, 2152, &cat(&[&[0x34, 0xFF, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x85, 1, 0, 9, 0], &v4t])))),
-        (1, eth(0x8847, &cat(&[&[0, 1, 1, 64], &ipv4_outer(41, &v6t)]))),
+        (
+            101,
+            ipv4_outer(
+                47,
+                &cat(&[&[0x30, 0, 0x65, 0x58, 0, 0, 0, 1, 0, 0, 0, 2], &e4]),
+            ),
+        ),
+        (
+            101,
+            ipv4_outer(
+                17,
+                &udp(49152, 4789, &cat(&[&[8, 0, 0, 0, 0, 0, 1, 0], &e4])),
+            ),
+        ),
+        (
+            101,
+            ipv4_outer(
+                17,
+                &udp(
+                    6081,
+                    6081,
+                    &cat(&[&[1, 0, 0x86, 0xDD, 0, 0, 1, 0, 0, 0, 0, 0], &v6t]),
+                ),
+            ),
+        ),
+        (
+            101,
+            ipv4_outer(
+                17,
+                &udp(
+                    2152,
+                    2152,
+                    &cat(&[
+                        &[0x34, 0xFF, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x85, 1, 0, 9, 0],
+                        &v4t,
+                    ]),
+                ),
+            ),
+        ),
+        (
+            1,
+            eth(0x8847, &cat(&[&[0, 1, 1, 64], &ipv4_outer(41, &v6t)])),
+        ),
         (229, ipv6(58, &icmp(2, 0, [0, 0, 5, 0], &v6t[..60]))),
-        (1, eth(0x0800, &ipv4(1, &icmp(3, 4, [0, 0, 5, 0], &v4t[..48])))),
+        (
+            1,
+            eth(0x0800, &ipv4(1, &icmp(3, 4, [0, 0, 5, 0], &v4t[..48]))),
+        ),
         (101, ipv4_full(A, B, 6, 5, 0x2000, &[], &v4t[20..36])),
         (101, ipv4_full(A, B, 6, 5, 2, &[], &v4t[36..])),
-        (229, ipv6(44, &cat(&[&[6, 0, 0, 1, 0, 0, 0, 5], &v4t[20..36]]))),
-        (276, cat(&[&[0x86, 0xDD, 0, 0, 0, 0, 0, 7, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0], &v6t])),
+        (
+            229,
+            ipv6(44, &cat(&[&[6, 0, 0, 1, 0, 0, 0, 5], &v4t[20..36]])),
+        ),
+        (
+            276,
+            cat(&[
+                &[
+                    0x86, 0xDD, 0, 0, 0, 0, 0, 7, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0,
+                ],
+                &v6t,
+            ]),
+        ),
     ]
 }
 

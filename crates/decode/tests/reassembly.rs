@@ -12,7 +12,10 @@ fn v4_fragments(id: u16, payload: &[u8], chunk: usize) -> Vec<Vec<u8>> {
         .map(|i| {
             let part = &payload[i * chunk..((i + 1) * chunk).min(payload.len())];
             let more = if i + 1 < n { 0x2000 } else { 0 };
-            eth(0x0800, &ipv4_full(A, B, 6, id, more | (i * chunk / 8) as u16, &[], part))
+            eth(
+                0x0800,
+                &ipv4_full(A, B, 6, id, more | (i * chunk / 8) as u16, &[], part),
+            )
         })
         .collect()
 }
@@ -29,20 +32,38 @@ fn v4_in_order_completes_on_last_fragment() {
     let mut dec = Decoder::new();
     let d = dec.decode(1, &frags[0]);
     assert!(matches!(d.transport, Transport::None));
-    assert_eq!(d.stop.map(|s| (s.layer, s.reason)), Some((Layer::Ip, StopReason::Fragment)));
-    assert_eq!(d.ip.and_then(|h| h.fragment).map(|f| (f.offset, f.more)), Some((0, true)));
+    assert_eq!(
+        d.stop.map(|s| (s.layer, s.reason)),
+        Some((Layer::Ip, StopReason::Fragment))
+    );
+    assert_eq!(
+        d.ip.and_then(|h| h.fragment).map(|f| (f.offset, f.more)),
+        Some((0, true))
+    );
     let d = dec.decode(1, &frags[1]);
     assert_eq!(d.stop, None);
-    let Transport::Tcp(t) = d.transport else { panic!("no TCP in the completing frame: {d:?}") };
-    assert_eq!((t.src_port, t.dst_port, t.seq.0, t.payload_len, t.payload.len()), (1234, 80, 42, 1000, 1000));
+    let Transport::Tcp(t) = d.transport else {
+        panic!("no TCP in the completing frame: {d:?}")
+    };
+    assert_eq!(
+        (
+            t.src_port,
+            t.dst_port,
+            t.seq.0,
+            t.payload_len,
+            t.payload.len()
+        ),
+        (1234, 80, 42, 1000, 1000)
+    );
     assert!(t.payload.iter().all(|&b| b == 0xAB));
     assert_eq!(d.ip.and_then(|h| h.fragment).map(|f| f.offset), Some(512));
 }
 
 #[test]
 fn v4_out_of_order_and_interleaved() {
-    let a = v4_fragments(1, &tcp_payload(2000), 504);
+    let a = v4_fragments(1, &tcp_payload(2000), 512);
     let b = v4_fragments(2, &tcp_payload(600), 312);
+    assert_eq!((a.len(), b.len()), (4, 2));
     let mut dec = Decoder::new();
     let order = [(&a, 3), (&b, 1), (&a, 0), (&a, 2), (&b, 0), (&a, 1)];
     let mut got = Vec::new();
@@ -65,7 +86,9 @@ fn v6_fragments_reassemble() {
     let mut dec = Decoder::new();
     assert!(matches!(dec.decode(229, &f2).transport, Transport::None));
     let d = dec.decode(229, &f1);
-    let Transport::Tcp(t) = d.transport else { panic!("{d:?}") };
+    let Transport::Tcp(t) = d.transport else {
+        panic!("{d:?}")
+    };
     assert_eq!((t.payload_len, t.seq.0), (300, 42));
     assert_eq!(d.ip.map(|h| (h.protocol, h.ip_id)), Some((6, Some(5))));
 }
@@ -80,7 +103,10 @@ fn fragment_inside_tunnel_reassembles_with_outer_kept() {
     let _ = dec.decode(101, &ipv4_outer(4, &inner1));
     let f2 = ipv4_outer(4, &inner2);
     let d = dec.decode(101, &f2);
-    assert_eq!(d.outer_ip.map(|h| h.src.to_string()), Some("192.0.2.1".into()));
+    assert_eq!(
+        d.outer_ip.map(|h| h.src.to_string()),
+        Some("192.0.2.1".into())
+    );
     assert!(matches!(d.transport, Transport::Tcp(t) if t.payload_len == 100));
 }
 
@@ -96,9 +122,15 @@ fn table_is_bounded_and_evicts_oldest() {
     let last_of = |id: u16| v4_fragments(id, &seg, 64)[1].clone();
     let (l0, l64) = (last_of(0), last_of(64));
     let d = dec.decode(1, &l0);
-    assert!(matches!(d.transport, Transport::None), "evicted datagram must not complete");
+    assert!(
+        matches!(d.transport, Transport::None),
+        "evicted datagram must not complete"
+    );
     let d = dec.decode(1, &l64);
-    assert!(matches!(d.transport, Transport::Tcp(_)), "recent datagram completes");
+    assert!(
+        matches!(d.transport, Transport::Tcp(_)),
+        "recent datagram completes"
+    );
 }
 
 #[test]
@@ -114,18 +146,38 @@ fn snaplen_cut_fragment_is_not_buffered() {
 #[test]
 fn wire_length_bounds_payload_like_wireshark() {
     // IPv4 total length claims 1040 bytes but only 60 were on the wire.
-    let f = eth(0x0800, &ipv4(6, &tcp_full(1, 2, 3, 4, 0x010, &[], &[0; 1000])))[..74].to_vec();
+    let f = eth(
+        0x0800,
+        &ipv4(6, &tcp_full(1, 2, 3, 4, 0x010, &[], &[0; 1000])),
+    )[..74]
+        .to_vec();
     let mut dec = Decoder::new();
-    let Transport::Tcp(t) = dec.decode_frame(1, &f, Some(74)).transport else { panic!() };
+    let Transport::Tcp(t) = dec.decode_frame(1, &f, Some(74)).transport else {
+        panic!()
+    };
     assert_eq!(t.payload_len, 20);
     // Unknown wire length (or a snaplen cut with the full wire length): the IP header rules.
-    let Transport::Tcp(t) = dec.decode_frame(1, &f, None).transport else { panic!() };
+    let Transport::Tcp(t) = dec.decode_frame(1, &f, None).transport else {
+        panic!()
+    };
     assert_eq!(t.payload_len, 1000);
-    let Transport::Tcp(t) = dec.decode_frame(1, &f, Some(1054)).transport else { panic!() };
+    let Transport::Tcp(t) = dec.decode_frame(1, &f, Some(1054)).transport else {
+        panic!()
+    };
     assert_eq!(t.payload_len, 1000);
     // PPPoE length field bounds the payload as well.
     let v4t = ipv4(6, &tcp_full(1, 2, 3, 4, 0x010, &[], &[0; 6]));
-    let f = eth(0x8864, &cat(&[&[0x11, 0, 0, 1], &((2 + 40) as u16).to_be_bytes(), &[0x00, 0x21], &v4t]));
-    let Transport::Tcp(t) = dec.decode(1, &f).transport else { panic!() };
+    let f = eth(
+        0x8864,
+        &cat(&[
+            &[0x11, 0, 0, 1],
+            &((2 + 40) as u16).to_be_bytes(),
+            &[0x00, 0x21],
+            &v4t,
+        ]),
+    );
+    let Transport::Tcp(t) = dec.decode(1, &f).transport else {
+        panic!()
+    };
     assert_eq!(t.payload_len, 0);
 }

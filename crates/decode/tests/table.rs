@@ -10,7 +10,10 @@ use std::fmt::Write;
 
 fn ip_s(h: &IpHeader) -> String {
     let v = if h.version == IpVersion::V4 { 4 } else { 6 };
-    let mut s = format!("v{v} {}>{} p={} len={} hl={}", h.src, h.dst, h.protocol, h.total_len, h.header_len);
+    let mut s = format!(
+        "v{v} {}>{} p={} len={} hl={}",
+        h.src, h.dst, h.protocol, h.total_len, h.header_len
+    );
     if let Some(f) = h.fragment {
         let _ = write!(s, " frag={}/{}/{}", f.offset, f.more, f.id);
     }
@@ -22,7 +25,12 @@ fn summary(d: &Decoded<'_>) -> String {
     let mut s = String::new();
     let l = d.link;
     if l.vlan_count > 0 {
-        let _ = write!(s, "vlans={}:{:?} ", l.vlan_count, &l.vlans[..usize::from(l.vlan_count).min(2)]);
+        let _ = write!(
+            s,
+            "vlans={}:{:?} ",
+            l.vlan_count,
+            &l.vlans[..usize::from(l.vlan_count).min(2)]
+        );
     }
     if let Some(p) = l.sll_pkttype {
         let _ = write!(s, "pkttype={p} ");
@@ -62,7 +70,12 @@ fn summary(d: &Decoded<'_>) -> String {
                 s.push_str("sackp ");
             }
             if o.sack.len > 0 {
-                let b: Vec<String> = o.sack.as_slice().iter().map(|(l, r)| format!("{}-{}", l.0, r.0)).collect();
+                let b: Vec<String> = o
+                    .sack
+                    .as_slice()
+                    .iter()
+                    .map(|(l, r)| format!("{}-{}", l.0, r.0))
+                    .collect();
                 let _ = write!(s, "sack={} ", b.join(","));
             }
             if let Some((a, b)) = o.timestamps {
@@ -73,7 +86,11 @@ fn summary(d: &Decoded<'_>) -> String {
             }
         }
         Transport::Udp(u) => {
-            let _ = write!(s, "udp {}>{} plen={} ", u.src_port, u.dst_port, u.payload_len);
+            let _ = write!(
+                s,
+                "udp {}>{} plen={} ",
+                u.src_port, u.dst_port, u.payload_len
+            );
         }
         Transport::Icmp(m) => {
             let v = if m.version == IpVersion::V4 { 4 } else { 6 };
@@ -116,7 +133,12 @@ struct Row {
 }
 
 fn row(name: &'static str, linktype: u32, frame: Vec<u8>, expect: &'static [&'static str]) -> Row {
-    Row { name, linktype, frame, expect }
+    Row {
+        name,
+        linktype,
+        frame,
+        expect,
+    }
 }
 
 const V4AB: &str = "ip=[v4 10.0.0.1>10.0.0.2 p=6";
@@ -517,9 +539,40 @@ fn rows() -> Vec<Row> {
         ),
     ];
     r.push(row(
+        "CAPWAP data, byte-swapped 802.11",
+        101,
+        ipv4_outer(
+            17,
+            &udp(
+                41264,
+                5247,
+                &cat(&[
+                    &[
+                        0, 0x20, 0x03, 0x20, 0, 0, 0, 0, 4, 0xBF, 0x23, 0, 0, 0, 0, 0,
+                    ],
+                    &[0x01, 0x08],
+                    &[0; 22],
+                    &[0xAA, 0xAA, 3, 0, 0, 0, 0x08, 0x00],
+                    &v4t,
+                ]),
+            ),
+        ),
+        &[OUT4, V4AB, TCP],
+    ));
+    r.push(row(
         "VLAN inside VXLAN not recorded as link VLAN",
         101,
-        ipv4_outer(17, &udp(49152, 4789, &cat(&[&[8, 0, 0, 0, 0, 0, 1, 0], &eth(0x8100, &cat(&[&tag(9, 0x0800), &v4t]))]))),
+        ipv4_outer(
+            17,
+            &udp(
+                49152,
+                4789,
+                &cat(&[
+                    &[8, 0, 0, 0, 0, 0, 1, 0],
+                    &eth(0x8100, &cat(&[&tag(9, 0x0800), &v4t])),
+                ]),
+            ),
+        ),
         &[OUT4, V4AB, TCP],
     ));
     r
@@ -538,13 +591,29 @@ fn decoding_table() {
             failures.push(format!("{}: missing {:?}\n    got {}", r.name, missing, s));
         }
     }
-    assert!(failures.is_empty(), "{} of {} rows failed:\n{}", failures.len(), rows.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn vlan_inside_tunnel_is_not_a_link_vlan() {
     let v4t = ipv4(6, &tcp(1234, 80));
-    let f = ipv4_outer(17, &udp(49152, 4789, &cat(&[&[8, 0, 0, 0, 0, 0, 1, 0], &eth(0x8100, &cat(&[&tag(9, 0x0800), &v4t]))])));
+    let f = ipv4_outer(
+        17,
+        &udp(
+            49152,
+            4789,
+            &cat(&[
+                &[8, 0, 0, 0, 0, 0, 1, 0],
+                &eth(0x8100, &cat(&[&tag(9, 0x0800), &v4t])),
+            ]),
+        ),
+    );
     let mut dec = Decoder::new();
     let d = dec.decode(101, &f);
     assert_eq!(d.link.vlan_count, 0);

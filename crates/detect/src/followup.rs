@@ -6,8 +6,8 @@
 //! reports the ≈200 ms it waited. Frames of multi-interface pcapng files are not
 //! in timestamp order (dumpcap writes each interface's buffer as it drains it,
 //! `../shared/lab/README.md`), so the answer may sit a few frames *before* the
-//! trigger in file order. [`FollowUp`] keeps a short per-direction history of
-//! data segments and a list of open watches, and resolves each watch to the
+//! trigger in file order. [`FollowUp`] keeps a short capture-wide history of
+//! recent data segments (fixed memory, however many flows) and a list of open watches, and resolves each watch to the
 //! earliest-timestamped segment after the trigger time whose payload covers the
 //! watched offset (or starts at it).
 
@@ -15,8 +15,9 @@ use pcapsleuth_core::{Direction, FrameNo, StreamId, Timestamp};
 use pcapsleuth_flow::SegmentEvent;
 use std::collections::{HashMap, VecDeque};
 
-/// Data segments remembered per (stream, direction) for looking back.
-pub const HISTORY_PER_DIRECTION: usize = 512;
+/// Most recent data segments (all flows) remembered for looking back: dumpcap
+/// interleaves interfaces by buffer drains, a few hundred packets at most.
+pub const HISTORY: usize = 4096;
 /// Open watches kept at most; the oldest is closed (as it stands) beyond this.
 pub const MAX_OPEN_WATCHES: usize = 65_536;
 /// A resolved watch stops looking for an earlier-timestamped candidate once
@@ -57,7 +58,8 @@ impl SegRec {
     }
     /// Whether this segment carries byte `offset` or starts exactly at it.
     pub fn covers(&self, offset: i64) -> bool {
-        self.rel_seq == offset || (self.rel_seq <= offset && offset < self.rel_seq + self.payload_len as i64)
+        self.rel_seq == offset
+            || (self.rel_seq <= offset && offset < self.rel_seq + self.payload_len as i64)
     }
 }
 
@@ -77,7 +79,7 @@ struct Watch {
 /// Tracks data segments and resolves watches (see the module doc).
 #[derive(Debug, Default)]
 pub struct FollowUp {
-    history: HashMap<(StreamId, Direction), VecDeque<SegRec>>,
+    history: VecDeque<(StreamId, Direction, SegRec)>,
     watches: Vec<Watch>,
     open: HashMap<(StreamId, Direction), Vec<WatchId>>,
     open_count: usize,
@@ -97,15 +99,16 @@ impl FollowUp {
         }
         let rec = SegRec::from_event(s);
         let key = (s.stream, s.dir);
-        let h = self.history.entry(key).or_default();
-        if h.len() >= HISTORY_PER_DIRECTION {
-            h.pop_front();
+        if self.history.len() >= HISTORY {
+            self.history.pop_front();
         }
-        h.push_back(rec);
+        self.history.push_back((s.stream, s.dir, rec));
         if let Some(ids) = self.open.get_mut(&key) {
             let mut closed = 0;
             ids.retain(|&id| {
-                let Some(w) = self.watches.get_mut(id) else { return false };
+                let Some(w) = self.watches.get_mut(id) else {
+                    return false;
+                };
                 offer(w, &rec);
                 if let Some(b) = w.best {
                     if rec.ts.0 > b.ts.0.saturating_add(REORDER_HORIZON_NS) {
@@ -117,16 +120,32 @@ impl FollowUp {
                 true
             });
             self.open_count -= closed;
+            if ids.is_empty() {
+                self.open.remove(&key);
+            }
         }
     }
 
     /// Start watching for the first segment of `stream`/`dir` after time
     /// `after` that carries byte `offset` (relative sequence, bytes). Looks
     /// back through the remembered history first.
-    pub fn watch(&mut self, stream: StreamId, dir: Direction, offset: i64, after: Timestamp) -> WatchId {
-        let mut w = Watch { stream, dir, offset, after, best: None, open: true };
-        if let Some(h) = self.history.get(&(stream, dir)) {
-            for rec in h {
+    pub fn watch(
+        &mut self,
+        stream: StreamId,
+        dir: Direction,
+        offset: i64,
+        after: Timestamp,
+    ) -> WatchId {
+        let mut w = Watch {
+            stream,
+            dir,
+            offset,
+            after,
+            best: None,
+            open: true,
+        };
+        for (s, d, rec) in &self.history {
+            if *s == stream && *d == dir {
                 offer(&mut w, rec);
             }
         }
@@ -145,9 +164,13 @@ impl FollowUp {
         self.watches.get(id).and_then(|w| w.best)
     }
 
-    /// Segments of `stream`/`dir` remembered, oldest first (frame order).
+    /// Recently seen data segments of `stream`/`dir` (at most [`HISTORY`] over
+    /// all flows), oldest first (frame order).
     pub fn history(&self, stream: StreamId, dir: Direction) -> impl Iterator<Item = &SegRec> {
-        self.history.get(&(stream, dir)).into_iter().flatten()
+        self.history
+            .iter()
+            .filter(move |(s, d, _)| *s == stream && *d == dir)
+            .map(|(_, _, r)| r)
     }
 
     fn close_oldest(&mut self) {
@@ -168,7 +191,11 @@ fn offer(w: &mut Watch, rec: &SegRec) {
     if rec.ts.0 <= w.after.0 || !rec.covers(w.offset) {
         return;
     }
-    if w.best.map_or(true, |b| rec.ts.0 < b.ts.0) {
+    let better = match w.best {
+        None => true,
+        Some(b) => rec.ts.0 < b.ts.0,
+    };
+    if better {
         w.best = Some(*rec);
     }
 }

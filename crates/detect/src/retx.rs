@@ -20,7 +20,11 @@ use std::collections::BTreeMap;
 
 /// Most unacknowledged records kept per direction; beyond it new segments are
 /// not recorded (the oldest, the ones that get stuck, are kept).
-pub const MAX_RECORDS: usize = 8192;
+pub const MAX_RECORDS: usize = 1024;
+
+/// Most records kept while the peer has never acknowledged anything (a
+/// one-sided capture would otherwise fill the ledger of every flow).
+pub const MAX_RECORDS_UNACKED_PEER: usize = 64;
 
 /// Most transmissions remembered per record (the count goes on).
 pub const MAX_TX: usize = 32;
@@ -50,6 +54,8 @@ pub struct SegmentRecord {
     pub tx_count: u32,
     /// A later transmission covered these bytes with another geometry.
     pub superseded: bool,
+    /// The first such transmission, if any.
+    pub superseded_by: Option<Tx>,
 }
 
 impl SegmentRecord {
@@ -155,9 +161,17 @@ impl DirLedger {
             if rec.end() <= s {
                 break;
             }
-            rec.superseded = true;
+            if !rec.superseded {
+                rec.superseded = true;
+                rec.superseded_by = Some(tx);
+            }
         }
-        if self.unacked.len() >= MAX_RECORDS {
+        let cap = if self.highest_ack.is_some() {
+            MAX_RECORDS
+        } else {
+            MAX_RECORDS_UNACKED_PEER
+        };
+        if self.unacked.len() >= cap {
             self.capped = true;
             return None;
         }
@@ -170,6 +184,7 @@ impl DirLedger {
                 txs: vec![tx],
                 tx_count: 1,
                 superseded: false,
+                superseded_by: None,
             },
         );
         None

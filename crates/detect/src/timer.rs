@@ -45,7 +45,11 @@ pub fn wheel_granularity_ns(timeout_ns: i64, hz: u32) -> i64 {
 /// (30 ms: jiffies rounding, softirq latency), plus 3 % of the timeout (path and
 /// queueing between sender and capture point).
 pub fn late_slack_ns(nominal_ns: i64) -> i64 {
-    let gran = COMMON_HZ.iter().map(|&hz| wheel_granularity_ns(nominal_ns, hz)).max().unwrap_or(4 * MS);
+    let gran = COMMON_HZ
+        .iter()
+        .map(|&hz| wheel_granularity_ns(nominal_ns, hz))
+        .max()
+        .unwrap_or(4 * MS);
     gran + 30 * MS + nominal_ns.max(0) / 33
 }
 
@@ -58,7 +62,10 @@ pub fn early_slack_ns(nominal_ns: i64) -> i64 {
 
 /// The window `[lo, hi]` (ns) in which a timer of nominal `nominal_ns` is seen to fire.
 pub fn timer_window(nominal_ns: i64) -> (i64, i64) {
-    (nominal_ns - early_slack_ns(nominal_ns), nominal_ns.saturating_add(late_slack_ns(nominal_ns)))
+    (
+        nominal_ns - early_slack_ns(nominal_ns),
+        nominal_ns.saturating_add(late_slack_ns(nominal_ns)),
+    )
 }
 
 /// Whether an observed gap of `observed_ns` is a timer of nominal `nominal_ns` firing.
@@ -69,7 +76,9 @@ pub fn matches_timer(observed_ns: i64, nominal_ns: i64) -> bool {
 
 /// The first of `nominals_ns` that `observed_ns` matches (see [`matches_timer`]), by index.
 pub fn match_any(observed_ns: i64, nominals_ns: &[i64]) -> Option<usize> {
-    nominals_ns.iter().position(|&n| matches_timer(observed_ns, n))
+    nominals_ns
+        .iter()
+        .position(|&n| matches_timer(observed_ns, n))
 }
 
 #[cfg(test)]
@@ -116,13 +125,21 @@ mod tests {
         ];
         for &(obs, nom, want) in table {
             let got = matches_timer((obs * 1e6) as i64, nom * MS);
-            assert_eq!(got, want, "{obs} ms vs nominal {nom} ms: window {:?}", timer_window(nom * MS));
+            assert_eq!(
+                got,
+                want,
+                "{obs} ms vs nominal {nom} ms: window {:?}",
+                timer_window(nom * MS)
+            );
         }
     }
 
     #[test]
     fn match_any_picks_first() {
-        assert_eq!(match_any(410 * MS, &[200 * MS, 400 * MS, 800 * MS]), Some(1));
+        assert_eq!(
+            match_any(410 * MS, &[200 * MS, 400 * MS, 800 * MS]),
+            Some(1)
+        );
         assert_eq!(match_any(600 * MS, &[200 * MS, 400 * MS, 800 * MS]), None);
     }
 }

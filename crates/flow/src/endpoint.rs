@@ -229,11 +229,15 @@ impl Side {
         if let Some(t) = self.recent.iter().rev().find(|t| t.contains(q)) {
             return Some(*t);
         }
-        self.unacked.iter().rev().find(|t| t.contains(q)).map(|t| TxSeg {
-            first_frame: t.last_frame,
-            first_ts: t.last_ts,
-            ..*t
-        })
+        self.unacked
+            .iter()
+            .rev()
+            .find(|t| t.contains(q))
+            .map(|t| TxSeg {
+                first_frame: t.last_frame,
+                first_ts: t.last_ts,
+                ..*t
+            })
     }
 
     /// Drop the per-segment buffers (stream closed or replaced).
@@ -247,7 +251,10 @@ impl Side {
 /// scaling applies only when both SYN and SYN/ACK carried the option; a
 /// handshake segment seen without it means no scaling (shift 0); otherwise unknown.
 /// Shifts above 14 are treated as 14 (RFC 7323 §2.3).
-pub(crate) fn window_shifts(syn: Option<Option<u8>>, synack: Option<Option<u8>>) -> [Option<u8>; 2] {
+pub(crate) fn window_shifts(
+    syn: Option<Option<u8>>,
+    synack: Option<Option<u8>>,
+) -> [Option<u8>; 2] {
     match (syn, synack) {
         (Some(None), _) | (_, Some(None)) => [Some(0), Some(0)],
         (Some(Some(c)), Some(Some(s))) => [Some(c.min(14)), Some(s.min(14))],
@@ -280,7 +287,10 @@ mod tests {
     fn shifts_table() {
         assert_eq!(window_shifts(None, None), [None, None]);
         assert_eq!(window_shifts(Some(Some(7)), None), [None, None]);
-        assert_eq!(window_shifts(Some(Some(7)), Some(Some(9))), [Some(7), Some(9)]);
+        assert_eq!(
+            window_shifts(Some(Some(7)), Some(Some(9))),
+            [Some(7), Some(9)]
+        );
         assert_eq!(window_shifts(Some(Some(7)), Some(None)), [Some(0), Some(0)]);
         assert_eq!(window_shifts(Some(None), Some(Some(9))), [Some(0), Some(0)]);
         assert_eq!(window_shifts(Some(None), None), [Some(0), Some(0)]);

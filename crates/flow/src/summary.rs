@@ -10,7 +10,12 @@ use pcapsleuth_core::{FrameNo, Timestamp};
 /// `orig_syn_only_then_rst` stands for Zeek's history test `^?S[^HAFGIQ]*R`
 /// (originator sent SYN then RST, nothing else from either side); `sizes_zero`
 /// for `orig$size == 0 && resp$size == 0` (no payload either way).
-pub(crate) fn conn_state(os: ZeekState, rs: ZeekState, orig_syn_only_then_rst: bool, sizes_zero: bool) -> ConnState {
+pub(crate) fn conn_state(
+    os: ZeekState,
+    rs: ZeekState,
+    orig_syn_only_then_rst: bool,
+    sizes_zero: bool,
+) -> ConnState {
     use ZeekState::*;
     let o_inactive = matches!(os, Inactive | Partial);
     let r_inactive = matches!(rs, Inactive | Partial);
@@ -57,7 +62,14 @@ pub(crate) fn conn_state(os: ZeekState, rs: ZeekState, orig_syn_only_then_rst: b
 
 /// Zeek-style endpoint state transition for a segment sent by `s` to `p`
 /// (simplified from Zeek's `TCP_Analyzer::UpdateStateMachine`).
-pub(crate) fn zeek_transition(s: &mut ZeekState, p: &mut ZeekState, syn: bool, ack: bool, fin: bool, rst: bool) {
+pub(crate) fn zeek_transition(
+    s: &mut ZeekState,
+    p: &mut ZeekState,
+    syn: bool,
+    ack: bool,
+    fin: bool,
+    rst: bool,
+) {
     use ZeekState::*;
     if rst {
         *s = Reset;
@@ -171,7 +183,13 @@ impl SummaryAcc {
     pub(crate) fn add_sighting(&mut self, first: Sighting, this: Sighting, cap: usize) {
         self.duplicate_sightings += 1;
         for s in [first, this] {
-            if self.sightings.iter().rev().take(8).any(|x| x.frame == s.frame) {
+            if self
+                .sightings
+                .iter()
+                .rev()
+                .take(8)
+                .any(|x| x.frame == s.frame)
+            {
                 continue;
             }
             if self.sightings.len() >= cap {
@@ -221,7 +239,17 @@ mod tests {
             (&[(o, "S"), (o, "S")], S0),
             (&[(o, "S"), (r, "RA")], REJ),
             (&[(o, "S"), (r, "SA"), (o, "A")], S1),
-            (&[(o, "S"), (r, "SA"), (o, "A"), (o, "FA"), (r, "FA"), (o, "A")], SF),
+            (
+                &[
+                    (o, "S"),
+                    (r, "SA"),
+                    (o, "A"),
+                    (o, "FA"),
+                    (r, "FA"),
+                    (o, "A"),
+                ],
+                SF,
+            ),
             (&[(o, "S"), (r, "SA"), (o, "A"), (o, "FA")], S2),
             (&[(o, "S"), (r, "SA"), (o, "A"), (r, "FA")], S3),
             (&[(o, "S"), (r, "SA"), (o, "A"), (o, "RA")], RSTO),

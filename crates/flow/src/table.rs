@@ -26,11 +26,15 @@ use crate::analysis::{SegmentInput, StreamAnalyzer};
 use crate::endpoint::{window_shifts, Side, TxSeg};
 use crate::summary::{conn_state, ms, zeek_transition, SummaryAcc};
 use crate::{
-    FlowEvent, FlowStarted, FlowSummary, IcmpErrorEvent, QuotedSegmentMatch, SegmentEvent, Sighting, StallEnd,
-    StallEvent, WindowChangeEvent,
+    FlowEvent, FlowStarted, FlowSummary, IcmpErrorEvent, QuotedSegmentMatch, SegmentEvent,
+    Sighting, StallEnd, StallEvent, WindowChangeEvent,
 };
-use pcapsleuth_core::{Direction, Endpoint, FlowKey, FrameNo, InterfaceId, SeqNum, StreamId, Timestamp};
-use pcapsleuth_decode::{Decoded, IcmpMessage, IpHeader, QuotedPacket, TcpFlags, TcpSegment, Transport};
+use pcapsleuth_core::{
+    Direction, Endpoint, FlowKey, FrameNo, InterfaceId, SeqNum, StreamId, Timestamp,
+};
+use pcapsleuth_decode::{
+    Decoded, IcmpMessage, IpHeader, QuotedPacket, TcpFlags, TcpSegment, Transport,
+};
 use std::collections::{HashMap, VecDeque};
 
 /// Where and when a packet was captured.
@@ -68,7 +72,12 @@ pub struct FlowConfig {
 
 impl Default for FlowConfig {
     fn default() -> Self {
-        FlowConfig { max_unacked_segments: 4096, max_sightings: 1024, stall_threshold_ns: 150_000_000, duplicate_window_ns: 10_000_000 }
+        FlowConfig {
+            max_unacked_segments: 4096,
+            max_sightings: 1024,
+            stall_threshold_ns: 150_000_000,
+            duplicate_window_ns: 10_000_000,
+        }
     }
 }
 
@@ -94,9 +103,21 @@ struct DupSig {
     hash: u64,
 }
 
+/// Where a packet was seen: capture interface, VLAN tags, Linux cooked-capture
+/// interface index and packet type. Two sightings of one packet differ here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SightKey {
+    interface: InterfaceId,
+    vlans: [u16; 2],
+    vlan_count: u8,
+    sll_ifindex: Option<u32>,
+    sll_pkttype: Option<u8>,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct DupEntry {
     sig: DupSig,
+    key: SightKey,
     frame: FrameNo,
     ts: Timestamp,
     interface: InterfaceId,
@@ -140,7 +161,13 @@ impl Stream {
             shifts: [None; 2],
             roles_swapped: false,
             analyzer: StreamAnalyzer::new(),
-            acc: SummaryAcc { first_frame: meta.frame, last_frame: meta.frame, first_ts: meta.ts, last_ts: meta.ts, ..SummaryAcc::default() },
+            acc: SummaryAcc {
+                first_frame: meta.frame,
+                last_frame: meta.frame,
+                first_ts: meta.ts,
+                last_ts: meta.ts,
+                ..SummaryAcc::default()
+            },
             last_ts: None,
             last_frame: meta.frame,
             dups: VecDeque::new(),
@@ -210,7 +237,10 @@ fn unreassembled_fragment(ip: &IpHeader, seg: &TcpSegment<'_>) -> bool {
 impl FlowTable {
     /// An empty table.
     pub fn new(config: FlowConfig) -> Self {
-        FlowTable { config, ..FlowTable::default() }
+        FlowTable {
+            config,
+            ..FlowTable::default()
+        }
     }
 
     /// Process one packet (in frame order); append resulting events to `out`.
@@ -218,14 +248,30 @@ impl FlowTable {
     /// Handles TCP segments (innermost header of tunnelled packets) and
     /// ICMP/ICMPv6 errors quoting TCP; everything else returns an empty
     /// [`PacketFlowInfo`]. Never panics.
-    pub fn on_packet(&mut self, meta: &PacketMeta, pkt: &Decoded<'_>, out: &mut Vec<FlowEvent>) -> PacketFlowInfo {
+    pub fn on_packet(
+        &mut self,
+        meta: &PacketMeta,
+        pkt: &Decoded<'_>,
+        out: &mut Vec<FlowEvent>,
+    ) -> PacketFlowInfo {
         self.last_frame = meta.frame;
-        if self.last_ts.map_or(true, |t| meta.ts > t) {
+        if self.last_ts.is_none_or(|t| meta.ts > t) {
             self.last_ts = Some(meta.ts);
         }
-        let Some(ip) = pkt.ip else { return PacketFlowInfo::default() };
+        let Some(ip) = pkt.ip else {
+            return PacketFlowInfo::default();
+        };
         match &pkt.transport {
-            Transport::Tcp(seg) => self.on_tcp(meta, &ip, seg, out),
+            Transport::Tcp(seg) => {
+                let key = SightKey {
+                    interface: meta.interface,
+                    vlans: pkt.link.vlans,
+                    vlan_count: pkt.link.vlan_count,
+                    sll_ifindex: pkt.link.sll_ifindex,
+                    sll_pkttype: pkt.link.sll_pkttype,
+                };
+                self.on_tcp(meta, key, &ip, seg, out)
+            }
             Transport::Icmp(m) => match m.quoted {
                 Some(q) => self.on_icmp(meta, &ip, m, &q, out),
                 None => PacketFlowInfo::default(),
@@ -234,7 +280,14 @@ impl FlowTable {
         }
     }
 
-    fn new_stream(&mut self, key: FlowKey, client: Endpoint, server: Endpoint, meta: &PacketMeta, out: &mut Vec<FlowEvent>) -> usize {
+    fn new_stream(
+        &mut self,
+        key: FlowKey,
+        client: Endpoint,
+        server: Endpoint,
+        meta: &PacketMeta,
+        out: &mut Vec<FlowEvent>,
+    ) -> usize {
         if let Some(&old) = self.convs.get(&key) {
             if let Some(s) = self.streams.get_mut(old) {
                 s.close();
@@ -244,7 +297,13 @@ impl FlowTable {
         let id = idx as StreamId;
         self.streams.push(Stream::new(id, client, server, meta));
         self.convs.insert(key, idx);
-        out.push(FlowEvent::FlowStarted(FlowStarted { stream: id, client, server, frame: meta.frame, ts: meta.ts }));
+        out.push(FlowEvent::FlowStarted(FlowStarted {
+            stream: id,
+            client,
+            server,
+            frame: meta.frame,
+            ts: meta.ts,
+        }));
         idx
     }
 
@@ -263,7 +322,11 @@ impl FlowTable {
     ) -> (usize, Direction, bool) {
         let key = FlowKey::new(src, dst);
         // A stream created by a SYN/ACK has the SYN/ACK's receiver as client.
-        let (c, s) = if flags.syn() && flags.ack() { (dst, src) } else { (src, dst) };
+        let (c, s) = if flags.syn() && flags.ack() {
+            (dst, src)
+        } else {
+            (src, dst)
+        };
         let mut idx = match self.convs.get(&key) {
             Some(&i) => i,
             None => self.new_stream(key, c, s, meta, out),
@@ -291,9 +354,22 @@ impl FlowTable {
         (idx, dir, reused)
     }
 
-    fn on_tcp(&mut self, meta: &PacketMeta, ip: &IpHeader, seg: &TcpSegment<'_>, out: &mut Vec<FlowEvent>) -> PacketFlowInfo {
-        let src = Endpoint { addr: ip.src, port: seg.src_port };
-        let dst = Endpoint { addr: ip.dst, port: seg.dst_port };
+    fn on_tcp(
+        &mut self,
+        meta: &PacketMeta,
+        sight: SightKey,
+        ip: &IpHeader,
+        seg: &TcpSegment<'_>,
+        out: &mut Vec<FlowEvent>,
+    ) -> PacketFlowInfo {
+        let src = Endpoint {
+            addr: ip.src,
+            port: seg.src_port,
+        };
+        let dst = Endpoint {
+            addr: ip.dst,
+            port: seg.dst_port,
+        };
         let flags = seg.flags;
         let (idx, dir, new_stream_on_syn) = self.lookup(src, dst, flags, seg.seq, meta, out);
         let cfg = self.config;
@@ -337,24 +413,53 @@ impl FlowTable {
             sack0: seg.options.sack.as_slice().first().copied(),
             hash: payload_hash(seg.payload),
         };
+        // The same bytes within the window are one packet seen twice when the IP ID
+        // proves it (non-zero) or when they were seen at different places. Two
+        // identical packets with IP ID 0 on the same interface (e.g. a SYN/ACK
+        // re-sent by the server's timer and again for a retransmitted SYN, 72 µs
+        // apart in lab/syn-retransmit.pcap) are two packets.
         let dup = st
             .dups
             .iter()
             .rev()
-            .find(|e| e.sig == sig && (meta.ts.0 - e.ts.0).abs() <= cfg.duplicate_window_ns)
+            .find(|e| {
+                e.sig == sig
+                    && (meta.ts.0 - e.ts.0).abs() <= cfg.duplicate_window_ns
+                    && (sig.ip_id != 0 || e.key != sight)
+            })
             .copied();
         let duplicate_of = dup.map(|e| e.frame);
         if dup.is_none() {
             if st.dups.len() >= DUP_RING {
                 st.dups.pop_front();
             }
-            st.dups.push_back(DupEntry { sig, frame: meta.frame, ts: meta.ts, interface: meta.interface });
+            st.dups.push_back(DupEntry {
+                sig,
+                key: sight,
+                frame: meta.frame,
+                ts: meta.ts,
+                interface: meta.interface,
+            });
         }
 
         let (rel_seq, rel_ack) = if dup.is_some() {
-            (st.sides[d].peek(seg.seq).unwrap_or(0), if flags.ack() { st.sides[r].peek(seg.ack) } else { None })
+            (
+                st.sides[d].peek(seg.seq).unwrap_or(0),
+                if flags.ack() {
+                    st.sides[r].peek(seg.ack)
+                } else {
+                    None
+                },
+            )
         } else {
-            (st.sides[d].rel(seg.seq).unwrap_or(0), if flags.ack() { st.sides[r].rel(seg.ack) } else { None })
+            (
+                st.sides[d].rel(seg.seq).unwrap_or(0),
+                if flags.ack() {
+                    st.sides[r].rel(seg.ack)
+                } else {
+                    None
+                },
+            )
         };
 
         let mut own_rtt = None;
@@ -362,10 +467,27 @@ impl FlowTable {
         if dup.is_none() {
             // Stalls end with this segment.
             check_stall(st, &cfg, dir, meta, seg, rel_seq, rel_ack, out);
-            own_rtt = update_state(st, &cfg, dir, meta, ip, seg, rel_seq, rel_ack, &mut window_event);
+            own_rtt = update_state(
+                st,
+                &cfg,
+                dir,
+                meta,
+                ip,
+                seg,
+                rel_seq,
+                rel_ack,
+                &mut window_event,
+            );
         }
 
-        let verdict = st.analyzer.on_segment(&SegmentInput { frame: meta.frame, ts: meta.ts, dir, seg, duplicate_of, new_stream_on_syn });
+        let verdict = st.analyzer.on_segment(&SegmentInput {
+            frame: meta.frame,
+            ts: meta.ts,
+            dir,
+            seg,
+            duplicate_of,
+            new_stream_on_syn,
+        });
 
         // Summary counters.
         let acc = &mut st.acc;
@@ -376,8 +498,16 @@ impl FlowTable {
             acc.last_ts = meta.ts;
         }
         if let Some(first) = dup {
-            let a = Sighting { frame: first.frame, interface: first.interface, ts_ns: first.ts.0 };
-            let b = Sighting { frame: meta.frame, interface: meta.interface, ts_ns: meta.ts.0 };
+            let a = Sighting {
+                frame: first.frame,
+                interface: first.interface,
+                ts_ns: first.ts.0,
+            };
+            let b = Sighting {
+                frame: meta.frame,
+                interface: meta.interface,
+                ts_ns: meta.ts.0,
+            };
             acc.add_sighting(a, b, cfg.max_sightings);
         } else {
             acc.payload[d] += u64::from(seg.payload_len);
@@ -387,7 +517,7 @@ impl FlowTable {
             }
         }
         st.last_frame = meta.frame;
-        if st.last_ts.map_or(true, |t| meta.ts > t) {
+        if st.last_ts.is_none_or(|t| meta.ts > t) {
             st.last_ts = Some(meta.ts);
         }
 
@@ -407,7 +537,11 @@ impl FlowTable {
             ip_len: ip.total_len,
             ip_id: ip.ip_id,
             window_raw: seg.window,
-            window_bytes: if flags.syn() { Some(u64::from(seg.window)) } else { st.shifts[d].map(|sh| u64::from(seg.window) << sh) },
+            window_bytes: if flags.syn() {
+                Some(u64::from(seg.window))
+            } else {
+                st.shifts[d].map(|sh| u64::from(seg.window) << sh)
+            },
             mss: seg.options.mss,
             window_scale: seg.options.window_scale,
             sack_blocks: seg.options.sack.len,
@@ -423,16 +557,34 @@ impl FlowTable {
         if let Some(w) = window_event {
             out.push(FlowEvent::WindowChange(w));
         }
-        PacketFlowInfo { stream: Some(st.id), dir: Some(dir) }
+        PacketFlowInfo {
+            stream: Some(st.id),
+            dir: Some(dir),
+        }
     }
 
-    fn on_icmp(&mut self, meta: &PacketMeta, ip: &IpHeader, m: &IcmpMessage, q: &QuotedPacket, out: &mut Vec<FlowEvent>) -> PacketFlowInfo {
+    fn on_icmp(
+        &mut self,
+        meta: &PacketMeta,
+        ip: &IpHeader,
+        m: &IcmpMessage,
+        q: &QuotedPacket,
+        out: &mut Vec<FlowEvent>,
+    ) -> PacketFlowInfo {
         if q.ip.protocol != 6 {
             return PacketFlowInfo::default();
         }
-        let (Some(sp), Some(dp)) = (q.src_port, q.dst_port) else { return PacketFlowInfo::default() };
-        let qsrc = Endpoint { addr: q.ip.src, port: sp };
-        let qdst = Endpoint { addr: q.ip.dst, port: dp };
+        let (Some(sp), Some(dp)) = (q.src_port, q.dst_port) else {
+            return PacketFlowInfo::default();
+        };
+        let qsrc = Endpoint {
+            addr: q.ip.src,
+            port: sp,
+        };
+        let qdst = Endpoint {
+            addr: q.ip.dst,
+            port: dp,
+        };
         let non_first_fragment = q.ip.fragment.is_some_and(|f| f.offset > 0);
         let ws_dissects = q.transport_bytes >= WS_MIN_QUOTED_TCP && !non_first_fragment;
         let found = if ws_dissects {
@@ -441,7 +593,9 @@ impl FlowTable {
             let (idx, dir, _) = self.lookup(qsrc, qdst, flags, seq, meta, out);
             Some((idx, dir))
         } else {
-            self.convs.get(&FlowKey::new(qsrc, qdst)).map(|&i| (i, self.streams[i].dir_of(qsrc)))
+            self.convs
+                .get(&FlowKey::new(qsrc, qdst))
+                .map(|&i| (i, self.streams[i].dir_of(qsrc)))
         };
         let mut ev = IcmpErrorEvent {
             frame: meta.frame,
@@ -468,17 +622,23 @@ impl FlowTable {
             ev.stream = Some(st.id);
             ev.quoted_dir = Some(dir);
             ev.quoted_rel_seq = q.tcp_seq.and_then(|s| side.peek(s));
-            ev.matched = ev.quoted_rel_seq.and_then(|rq| side.find_tx(rq)).map(|t| QuotedSegmentMatch {
-                frame: t.last_frame,
-                ts: t.last_ts,
-                rel_seq: t.rel_seq,
-                payload_len: t.payload_len,
-                ip_len: t.ip_len,
-            });
+            ev.matched =
+                ev.quoted_rel_seq
+                    .and_then(|rq| side.find_tx(rq))
+                    .map(|t| QuotedSegmentMatch {
+                        frame: t.last_frame,
+                        ts: t.last_ts,
+                        rel_seq: t.rel_seq,
+                        payload_len: t.payload_len,
+                        ip_len: t.ip_len,
+                    });
         }
         out.push(FlowEvent::IcmpError(ev));
         match found {
-            Some((idx, dir)) if ws_dissects => PacketFlowInfo { stream: Some(self.streams[idx].id), dir: Some(dir) },
+            Some((idx, dir)) if ws_dissects => PacketFlowInfo {
+                stream: Some(self.streams[idx].id),
+                dir: Some(dir),
+            },
             _ => PacketFlowInfo::default(),
         }
     }
@@ -505,7 +665,16 @@ impl FlowTable {
             }
             for dir in [Direction::ClientToServer, Direction::ServerToClient] {
                 if let Some((pending_bytes, pending_syn)) = pending(st, dir) {
-                    emit_stall(st, dir, end_frame, end_ts, pending_bytes, pending_syn, StallEnd::CaptureEnd, out);
+                    emit_stall(
+                        st,
+                        dir,
+                        end_frame,
+                        end_ts,
+                        pending_bytes,
+                        pending_syn,
+                        StallEnd::CaptureEnd,
+                        out,
+                    );
                 }
             }
         }
@@ -522,7 +691,8 @@ impl FlowTable {
     }
 }
 
-/// What a direction has pending: (payload bytes, SYN pending), if anything.
+/// What a direction has pending: (payload bytes, SYN pending), if anything:
+/// unacknowledged data, a SYN awaiting its ACK, or a peer window of zero.
 /// Data counts only once the peer has been heard from (a one-way capture
 /// shows no ACKs at all, which is not a stall).
 fn pending(st: &Stream, dir: Direction) -> Option<(u64, bool)> {
@@ -532,7 +702,10 @@ fn pending(st: &Stream, dir: Direction) -> Option<(u64, bool)> {
         return None;
     }
     let syn = side.syn_pending();
-    if syn || (peer.seen && side.outstanding() > 0) {
+    // Blocked by a zero window counts as pending too (the sender may have
+    // nothing unacknowledged while the receiver's buffer is full).
+    let blocked = peer.window_raw == Some(0);
+    if syn || (peer.seen && (side.outstanding() > 0 || blocked)) {
         Some((side.pending_bytes(), syn))
     } else {
         None
@@ -540,7 +713,16 @@ fn pending(st: &Stream, dir: Direction) -> Option<(u64, bool)> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn emit_stall(st: &mut Stream, dir: Direction, end_frame: FrameNo, end_ts: Timestamp, pending_bytes: u64, pending_syn: bool, ended_by: StallEnd, out: &mut Vec<FlowEvent>) {
+fn emit_stall(
+    st: &mut Stream,
+    dir: Direction,
+    end_frame: FrameNo,
+    end_ts: Timestamp,
+    pending_bytes: u64,
+    pending_syn: bool,
+    ended_by: StallEnd,
+    out: &mut Vec<FlowEvent>,
+) {
     let Some(start_ts) = st.last_ts else { return };
     let dur = end_ts.0.saturating_sub(start_ts.0);
     if dur > st.acc.longest_stall_ns {
@@ -562,7 +744,16 @@ fn emit_stall(st: &mut Stream, dir: Direction, end_frame: FrameNo, end_ts: Times
 
 /// Emit the stalls that the segment `seg` (sent in `sdir`) ends.
 #[allow(clippy::too_many_arguments)]
-fn check_stall(st: &mut Stream, cfg: &FlowConfig, sdir: Direction, meta: &PacketMeta, seg: &TcpSegment<'_>, rel_seq: i64, rel_ack: Option<i64>, out: &mut Vec<FlowEvent>) {
+fn check_stall(
+    st: &mut Stream,
+    cfg: &FlowConfig,
+    sdir: Direction,
+    meta: &PacketMeta,
+    seg: &TcpSegment<'_>,
+    rel_seq: i64,
+    rel_ack: Option<i64>,
+    out: &mut Vec<FlowEvent>,
+) {
     if st.closed {
         return;
     }
@@ -571,14 +762,32 @@ fn check_stall(st: &mut Stream, cfg: &FlowConfig, sdir: Direction, meta: &Packet
         return;
     }
     for d in [Direction::ClientToServer, Direction::ServerToClient] {
-        let Some((pending_bytes, pending_syn)) = pending(st, d) else { continue };
+        let Some((pending_bytes, pending_syn)) = pending(st, d) else {
+            continue;
+        };
         let ended_by = classify_end(st, d, sdir, seg, rel_seq, rel_ack);
-        emit_stall(st, d, meta.frame, meta.ts, pending_bytes, pending_syn, ended_by, out);
+        emit_stall(
+            st,
+            d,
+            meta.frame,
+            meta.ts,
+            pending_bytes,
+            pending_syn,
+            ended_by,
+            out,
+        );
     }
 }
 
 /// What the segment that broke the silence did, from the stalled direction `d`'s view.
-fn classify_end(st: &Stream, d: Direction, sdir: Direction, seg: &TcpSegment<'_>, rel_seq: i64, rel_ack: Option<i64>) -> StallEnd {
+fn classify_end(
+    st: &Stream,
+    d: Direction,
+    sdir: Direction,
+    seg: &TcpSegment<'_>,
+    rel_seq: i64,
+    rel_ack: Option<i64>,
+) -> StallEnd {
     let f = seg.flags;
     if f.rst() {
         return StallEnd::Rst;
@@ -593,12 +802,18 @@ fn classify_end(st: &Stream, d: Direction, sdir: Direction, seg: &TcpSegment<'_>
         if payload > 0 && rel_seq < side.snd_nxt {
             return StallEnd::Retransmission;
         }
-        if f.fin() && side.fin_rel.is_some_and(|fr| rel_seq + i64::from(payload) <= fr) {
+        if f.fin()
+            && side
+                .fin_rel
+                .is_some_and(|fr| rel_seq + i64::from(payload) <= fr)
+        {
             return StallEnd::Retransmission;
         }
         // Zero-window probe: small segment into a closed window, or Linux's
         // empty probe at SND.UNA − 1 (`tcp_xmit_probe_skb`, net/ipv4/tcp_output.c).
-        if (peer.window_raw == Some(0) && payload <= 1 && !f.fin()) || (payload == 0 && !f.syn() && !f.fin() && rel_seq == side.snd_una - 1) {
+        if (peer.window_raw == Some(0) && payload <= 1 && !f.fin())
+            || (payload == 0 && !f.syn() && !f.fin() && rel_seq == side.snd_una - 1)
+        {
             return StallEnd::Probe;
         }
         if f.fin() {
@@ -679,9 +894,19 @@ fn update_state(
     if !f.syn() && !f.rst() {
         side.sent_non_syn = true;
     }
-    zeek_transition(&mut side.zeek, &mut peer.zeek, f.syn(), f.ack(), f.fin(), f.rst());
+    zeek_transition(
+        &mut side.zeek,
+        &mut peer.zeek,
+        f.syn(),
+        f.ack(),
+        f.fin(),
+        f.rst(),
+    );
 
-    let seq_len = seg.payload_len.saturating_add(u32::from(f.syn())).saturating_add(u32::from(f.fin()));
+    let seq_len = seg
+        .payload_len
+        .saturating_add(u32::from(f.syn()))
+        .saturating_add(u32::from(f.fin()));
     let tx = TxSeg {
         rel_seq,
         seq_len,
@@ -697,7 +922,7 @@ fn update_state(
     if f.fin() {
         let fr = rel_seq + i64::from(seg.payload_len);
         side.fin_sent = true;
-        if side.fin_rel.map_or(true, |x| fr > x) {
+        if side.fin_rel.is_none_or(|x| fr > x) {
             side.fin_rel = Some(fr);
         }
     }
@@ -708,7 +933,11 @@ fn update_state(
 
     // Advertised window (RST windows carry no meaning).
     if !f.rst() {
-        let bytes = if f.syn() { Some(u64::from(seg.window)) } else { st.shifts[d].map(|sh| u64::from(seg.window) << sh) };
+        let bytes = if f.syn() {
+            Some(u64::from(seg.window))
+        } else {
+            st.shifts[d].map(|sh| u64::from(seg.window) << sh)
+        };
         let (side, _) = both_mut(&mut st.sides, dir);
         if let Some(old_raw) = side.window_raw {
             let changed = match (side.window_bytes, bytes) {
@@ -743,7 +972,12 @@ fn update_state(
     }
 
     // Handshake RTT: client SYN → SYN/ACK → first client ACK after it.
-    if dir == Direction::ClientToServer && f.ack() && !f.syn() && handshake_done && st.acc.handshake_rtt_ns.is_none() {
+    if dir == Direction::ClientToServer
+        && f.ack()
+        && !f.syn()
+        && handshake_done
+        && st.acc.handshake_rtt_ns.is_none()
+    {
         if let Some(t0) = client_syn_ts {
             st.acc.handshake_rtt_ns = Some(meta.ts.0.saturating_sub(t0.0));
         }
@@ -800,4 +1034,3 @@ fn summary_of(st: &Stream) -> FlowSummary {
         unacked_capped: c.unacked_capped || s.unacked_capped,
     }
 }
-

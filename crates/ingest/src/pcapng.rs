@@ -162,7 +162,8 @@ fn ng_iface<'i>(ng: &Ng, interfaces: &'i [InterfaceInfo], local: u32) -> Option<
 /// Any pcapng block after the first SHB.
 pub(crate) fn block(ng: &mut Ng, interfaces: &mut Vec<InterfaceInfo>, warnings: &mut Vec<String>, input: &[u8]) -> Step {
     if input.len() < 4 {
-        return Step::Need { bytes: 12, frame: true };
+        // Block type unknown yet: cannot say whether it would be a frame.
+        return Step::Need { bytes: 12, frame: false };
     }
     let btype_le = rd_u32(input, 0, false).unwrap_or(0);
     if btype_le == block::SHB {

@@ -48,7 +48,7 @@ impl Style {
 /// <severity> <detector> tcp.stream <N> <client:port -> server:port> <summary>
 ///         <wireshark_filter>
 ///         <stream_filter>
-/// warning: <kind> at byte <offset> (frame <n>): <message>
+/// capture warning: <kind> at byte <offset> (frame <n>): <message>
 /// error: <error>
 /// -- <packets> packets, <n> TCP streams, <n> findings (<e> error, <w> warning, <i> info)
 /// ```
@@ -92,7 +92,7 @@ pub fn render_capture_text(c: &CaptureReport, opts: &TextOptions) -> String {
         let _ = writeln!(
             out,
             "{} {kind} at byte {}{frame}: {}",
-            st.paint("33", "warning:"),
+            st.paint("33", "capture warning:"),
             w.offset,
             w.message
         );

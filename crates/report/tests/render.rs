@@ -235,7 +235,7 @@ fn text_layout() {
     assert!(s.contains("[2001:db8::1]:51000 -> [2001:db8::2]:443"));
     assert!(s.contains("-- 21 packets, 2 TCP streams, 3 findings (1 error, 1 warning, 1 info)"));
     assert!(s.contains("error: notes.txt: not a pcap"));
-    assert!(s.contains("warning: truncated_record at byte 4242 (frame 22)"));
+    assert!(s.contains("capture warning: truncated_record at byte 4242 (frame 22)"));
     insta::assert_snapshot!("sample.txt", s);
     let colored = render_text(&r, &TextOptions { color: true });
     assert!(colored.contains("\x1b[1;31merror  \x1b[0m"));

@@ -36,9 +36,17 @@ pub fn tag(vid: u16, next: u16) -> Vec<u8> {
 }
 
 /// IPv4 header (with `opts`, padded to 4 bytes) + payload; `ff` = flags+fragment word.
-pub fn ipv4_full(src: [u8; 4], dst: [u8; 4], proto: u8, id: u16, ff: u16, opts: &[u8], payload: &[u8]) -> Vec<u8> {
+pub fn ipv4_full(
+    src: [u8; 4],
+    dst: [u8; 4],
+    proto: u8,
+    id: u16,
+    ff: u16,
+    opts: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
     let mut o = opts.to_vec();
-    while o.len() % 4 != 0 {
+    while o.len() & 3 != 0 {
         o.push(0);
     }
     let hl = 20 + o.len();
@@ -84,9 +92,17 @@ pub fn ext8(nh: u8) -> Vec<u8> {
 }
 
 /// TCP header with options (padded with NOPs to 4 bytes) + payload.
-pub fn tcp_full(sport: u16, dport: u16, seq: u32, ack: u32, flags: u16, opts: &[u8], payload: &[u8]) -> Vec<u8> {
+pub fn tcp_full(
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    ack: u32,
+    flags: u16,
+    opts: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
     let mut o = opts.to_vec();
-    while o.len() % 4 != 0 {
+    while o.len() & 3 != 0 {
         o.push(1);
     }
     let doff = ((20 + o.len()) / 4) as u8;
@@ -108,7 +124,9 @@ pub fn tcp(sport: u16, dport: u16) -> Vec<u8> {
 }
 
 /// MSS 1460, SACK-permitted, timestamps (1, 2), NOP, window scale 7.
-pub const SYN_OPTS: [u8; 20] = [2, 4, 5, 0xB4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2, 1, 3, 3, 7];
+pub const SYN_OPTS: [u8; 20] = [
+    2, 4, 5, 0xB4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2, 1, 3, 3, 7,
+];
 
 pub fn udp(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
     let mut v = Vec::new();

@@ -24,7 +24,11 @@ pub fn read_frames(path: &Path) -> Option<Vec<(u32, Vec<u8>, u32)>> {
 
 fn u32_at(b: &[u8], off: usize, be: bool) -> Option<u32> {
     let s: [u8; 4] = b.get(off..off + 4)?.try_into().ok()?;
-    Some(if be { u32::from_be_bytes(s) } else { u32::from_le_bytes(s) })
+    Some(if be {
+        u32::from_be_bytes(s)
+    } else {
+        u32::from_le_bytes(s)
+    })
 }
 
 fn pcap(b: &[u8], be: bool) -> Option<Vec<(u32, Vec<u8>, u32)>> {
@@ -33,7 +37,9 @@ fn pcap(b: &[u8], be: bool) -> Option<Vec<(u32, Vec<u8>, u32)>> {
     let mut out = Vec::new();
     while let Some(cap) = u32_at(b, off + 8, be) {
         let start = off + 16;
-        let Some(data) = b.get(start..start + cap as usize) else { break };
+        let Some(data) = b.get(start..start + cap as usize) else {
+            break;
+        };
         out.push((lt, data.to_vec(), u32_at(b, off + 12, be)?));
         off = start + cap as usize;
     }
@@ -61,17 +67,33 @@ fn pcapng(b: &[u8]) -> Option<Vec<(u32, Vec<u8>, u32)>> {
             1 => ifaces.push(u32_at(body, 0, be)? & 0xFFFF),
             6 => {
                 let cap = u32_at(body, 12, be)? as usize;
-                out.push((iface_lt(u32_at(body, 0, be)?), body.get(20..20 + cap)?.to_vec(), u32_at(body, 16, be)?));
+                out.push((
+                    iface_lt(u32_at(body, 0, be)?),
+                    body.get(20..20 + cap)?.to_vec(),
+                    u32_at(body, 16, be)?,
+                ));
             }
             3 => {
                 let orig = u32_at(body, 0, be)? as usize;
                 let data = body.get(4..)?;
-                out.push((iface_lt(0), data[..orig.min(data.len())].to_vec(), orig as u32));
+                out.push((
+                    iface_lt(0),
+                    data[..orig.min(data.len())].to_vec(),
+                    orig as u32,
+                ));
             }
             2 => {
-                let id = if be { u16::from_be_bytes([body[0], body[1]]) } else { u16::from_le_bytes([body[0], body[1]]) };
+                let id = if be {
+                    u16::from_be_bytes([body[0], body[1]])
+                } else {
+                    u16::from_le_bytes([body[0], body[1]])
+                };
                 let cap = u32_at(body, 12, be)? as usize;
-                out.push((iface_lt(u32::from(id)), body.get(20..20 + cap)?.to_vec(), u32_at(body, 16, be)?));
+                out.push((
+                    iface_lt(u32::from(id)),
+                    body.get(20..20 + cap)?.to_vec(),
+                    u32_at(body, 16, be)?,
+                ));
             }
             _ => {}
         }

@@ -55,7 +55,10 @@ use pcapsleuth_core::time::ns_to_ms;
 use pcapsleuth_core::{Direction, Endpoint, FrameNo, SeqNum, StreamId, Timestamp};
 use pcapsleuth_decode::{IcmpKind, Transport};
 use pcapsleuth_detect::followup::{FollowUp, WatchId};
-use pcapsleuth_detect::{Detector, DetectorInfo, Evidence, FinishContext, Finding, FlowEvent, FlowRef, PacketContext, Severity};
+use pcapsleuth_detect::{
+    Detector, DetectorInfo, Evidence, Finding, FinishContext, FlowEvent, FlowRef, PacketContext,
+    Severity,
+};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
@@ -177,7 +180,11 @@ impl FragNeeded {
 
 impl Detector for FragNeeded {
     fn info(&self) -> DetectorInfo {
-        DetectorInfo { id: ID, title: "ICMP fragmentation needed / Packet Too Big", explain: EXPLAIN }
+        DetectorInfo {
+            id: ID,
+            title: "ICMP fragmentation needed / Packet Too Big",
+            explain: EXPLAIN,
+        }
     }
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
@@ -189,14 +196,18 @@ impl Detector for FragNeeded {
     }
 
     fn on_packet(&mut self, pkt: &PacketContext<'_>) {
-        let Transport::Icmp(m) = pkt.decoded.transport else { return };
+        let Transport::Icmp(m) = pkt.decoded.transport else {
+            return;
+        };
         if !matches!(m.kind, IcmpKind::FragNeeded | IcmpKind::PacketTooBig) {
             return;
         }
         if self.seen_frames.contains(&pkt.meta.frame) {
             return;
         }
-        let (Some(ip), Some(q)) = (pkt.decoded.ip, m.quoted) else { return };
+        let (Some(ip), Some(q)) = (pkt.decoded.ip, m.quoted) else {
+            return;
+        };
         self.seen_frames.insert(pkt.meta.frame);
         self.icmps.push(Icmp {
             frame: pkt.meta.frame,
@@ -204,8 +215,14 @@ impl Detector for FragNeeded {
             mtu: m.mtu,
             icmp_src: ip.src,
             icmp_dst: ip.dst,
-            quoted_src: Endpoint { addr: q.ip.src, port: q.src_port.unwrap_or(0) },
-            quoted_dst: Endpoint { addr: q.ip.dst, port: q.dst_port.unwrap_or(0) },
+            quoted_src: Endpoint {
+                addr: q.ip.src,
+                port: q.src_port.unwrap_or(0),
+            },
+            quoted_dst: Endpoint {
+                addr: q.ip.dst,
+                port: q.dst_port.unwrap_or(0),
+            },
             quoted_proto: q.ip.protocol,
             quoted_ip_len: q.ip.total_len,
             quoted_seq: q.tcp_seq,
@@ -231,13 +248,26 @@ impl Detector for FragNeeded {
         let mut out = Vec::new();
         for (key, mut list) in groups {
             list.sort_by_key(|i| (i.ts, i.frame));
-            let Some(first) = list.first().copied() else { continue };
+            let Some(first) = list.first().copied() else {
+                continue;
+            };
             let mtu = first.mtu.unwrap_or(0);
             let self_addr = list.iter().any(|i| i.self_addressed());
             let quoted_size = list.iter().map(|i| i.quoted_ip_len).max().unwrap_or(0);
-            let deficit = if quoted_size > mtu { quoted_size - mtu } else { 1500u32.saturating_sub(mtu) };
+            let deficit = if quoted_size > mtu {
+                quoted_size - mtu
+            } else {
+                1500u32.saturating_sub(mtu)
+            };
             let (stream, dir) = match key {
-                GroupKey::Tcp(s, d, _) => (Some(s), Some(if d == 0 { Direction::ClientToServer } else { Direction::ServerToClient })),
+                GroupKey::Tcp(s, d, _) => (
+                    Some(s),
+                    Some(if d == 0 {
+                        Direction::ClientToServer
+                    } else {
+                        Direction::ServerToClient
+                    }),
+                ),
                 GroupKey::Other(..) => (None, None),
             };
             let reaction = first.watch.and_then(|w| self.follow.result(w));
@@ -246,11 +276,22 @@ impl Detector for FragNeeded {
                 (Some(_), None) => ("never", None),
                 (Some(_), Some(r)) => {
                     let d = r.ts.0 - first.ts.0;
-                    (if d <= IMMEDIATE_NS { "immediate" } else { "delayed" }, Some(d))
+                    (
+                        if d <= IMMEDIATE_NS {
+                            "immediate"
+                        } else {
+                            "delayed"
+                        },
+                        Some(d),
+                    )
                 }
             };
             let stalled = delay_ns.is_some_and(|d| d >= STALL_NS);
-            let severity = if self_addr || stalled { Severity::Warning } else { Severity::Info };
+            let severity = if self_addr || stalled {
+                Severity::Warning
+            } else {
+                Severity::Info
+            };
             let rec_s = recurrence.get(&(first.quoted_dst.addr, mtu)).copied();
 
             let mut frames: Vec<u64> = list.iter().map(|i| i.frame).collect();
@@ -261,20 +302,39 @@ impl Detector for FragNeeded {
             let start = ts.iter().copied().min().unwrap_or(first.ts.0);
             let end = ts.iter().copied().max().unwrap_or(first.ts.0);
 
-            let what = if first.icmp_src.is_ipv4() { "ICMP fragmentation-needed" } else { "ICMPv6 Packet Too Big" };
+            let what = if first.icmp_src.is_ipv4() {
+                "ICMP fragmentation-needed"
+            } else {
+                "ICMPv6 Packet Too Big"
+            };
             let n = list.len();
-            let times = if n == 1 { String::new() } else { format!(" ({n} messages)") };
+            let times = if n == 1 {
+                String::new()
+            } else {
+                format!(" ({n} messages)")
+            };
             let proto = match first.quoted_proto {
                 6 => "TCP",
                 17 => "UDP",
                 1 | 58 => "ICMP",
                 _ => "IP",
             };
-            let flow_txt = format!("{proto} {} -> {}", sock(first.quoted_src), sock(first.quoted_dst));
+            let flow_txt = format!(
+                "{proto} {} -> {}",
+                sock(first.quoted_src),
+                sock(first.quoted_dst)
+            );
             let reaction_txt = match (sender_next, delay_ns) {
-                ("immediate", Some(d)) => format!("; the sender re-sent the bytes {:.3} ms later", ns_to_ms(d)),
-                ("delayed", Some(d)) => format!("; the sender re-sent the bytes only {:.1} ms later", ns_to_ms(d)),
-                ("never", _) => "; the sender never re-sent the quoted bytes in this capture".to_string(),
+                ("immediate", Some(d)) => {
+                    format!("; the sender re-sent the bytes {:.3} ms later", ns_to_ms(d))
+                }
+                ("delayed", Some(d)) => format!(
+                    "; the sender re-sent the bytes only {:.1} ms later",
+                    ns_to_ms(d)
+                ),
+                ("never", _) => {
+                    "; the sender never re-sent the quoted bytes in this capture".to_string()
+                }
                 _ => String::new(),
             };
             let mut summary = if self_addr {
@@ -284,7 +344,7 @@ impl Detector for FragNeeded {
                 )
             } else {
                 format!(
-                    "{what}{times} from {} for {flow_txt}: path MTU {mtu} bytes, {deficit} bytes short of the {quoted_size}-byte datagram ({}){reaction_txt}.",
+                    "{what}{times} from {} for {flow_txt}: path MTU {mtu} bytes, {deficit} bytes short of the {quoted_size}-byte datagram (encapsulation guess: {}){reaction_txt}.",
                     first.icmp_src,
                     encapsulation_guess(mtu)
                 )
@@ -311,16 +371,37 @@ impl Detector for FragNeeded {
             ev.insert("self_addressed".into(), json!(self_addr));
             ev.insert("icmp_source".into(), json!(first.icmp_src.to_string()));
             ev.insert("icmp_destination".into(), json!(first.icmp_dst.to_string()));
-            ev.insert("quoted_seq".into(), first.quoted_seq.map_or(Value::Null, |s| json!(s.0)));
-            ev.insert("quoted_rel_seq".into(), first.quoted_rel_seq.map_or(Value::Null, |s| json!(s)));
+            ev.insert(
+                "quoted_seq".into(),
+                first.quoted_seq.map_or(Value::Null, |s| json!(s.0)),
+            );
+            ev.insert(
+                "quoted_rel_seq".into(),
+                first.quoted_rel_seq.map_or(Value::Null, |s| json!(s)),
+            );
             ev.insert("quoted_size_bytes".into(), json!(quoted_size));
             ev.insert("mtu_deficit_bytes".into(), json!(deficit));
-            ev.insert("encapsulation_guess".into(), json!(encapsulation_guess(mtu)));
+            ev.insert(
+                "encapsulation_guess".into(),
+                json!(encapsulation_guess(mtu)),
+            );
             ev.insert("sender_next".into(), json!(sender_next));
-            ev.insert("sender_delay_ms".into(), delay_ns.map_or(Value::Null, |d| json!(ns_to_ms(d))));
-            ev.insert("sender_next_frame".into(), reaction.map_or(Value::Null, |r| json!(r.frame)));
-            ev.insert("quoted_direction".into(), dir.map_or(Value::Null, |d| json!(d)));
-            ev.insert("recurrence_s".into(), rec_s.map_or(Value::Null, |r| json!(r)));
+            ev.insert(
+                "sender_delay_ms".into(),
+                delay_ns.map_or(Value::Null, |d| json!(ns_to_ms(d))),
+            );
+            ev.insert(
+                "sender_next_frame".into(),
+                reaction.map_or(Value::Null, |r| json!(r.frame)),
+            );
+            ev.insert(
+                "quoted_direction".into(),
+                dir.map_or(Value::Null, |d| json!(d)),
+            );
+            ev.insert(
+                "recurrence_s".into(),
+                rec_s.map_or(Value::Null, |r| json!(r)),
+            );
             let flow = match stream {
                 Some(s) => ctx.flow_ref(s),
                 None => Some(FlowRef {
@@ -331,7 +412,9 @@ impl Detector for FragNeeded {
                     server_port: first.quoted_dst.port,
                 }),
             };
-            out.push(Finding::new(ID, severity, summary, flow, stream, frames, start, end, remedy, ev));
+            out.push(Finding::new(
+                ID, severity, summary, flow, stream, frames, start, end, remedy, ev,
+            ));
         }
         out
     }
@@ -350,7 +433,10 @@ fn sock(e: Endpoint) -> String {
 fn recurrences(icmps: &[Icmp]) -> BTreeMap<(IpAddr, u32), i64> {
     let mut by_dst: BTreeMap<(IpAddr, u32), Vec<i64>> = BTreeMap::new();
     for i in icmps {
-        by_dst.entry((i.quoted_dst.addr, i.mtu.unwrap_or(0))).or_default().push(i.ts.0);
+        by_dst
+            .entry((i.quoted_dst.addr, i.mtu.unwrap_or(0)))
+            .or_default()
+            .push(i.ts.0);
     }
     let mut out = BTreeMap::new();
     for (k, mut ts) in by_dst {
@@ -367,7 +453,9 @@ fn recurrences(icmps: &[Icmp]) -> BTreeMap<(IpAddr, u32), i64> {
             continue;
         }
         let gaps: Vec<i64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
-        let ok = gaps.iter().all(|&g| (570_000_000_000..=720_000_000_000).contains(&g));
+        let ok = gaps
+            .iter()
+            .all(|&g| (570_000_000_000..=720_000_000_000).contains(&g));
         if ok {
             let mean = gaps.iter().sum::<i64>() / gaps.len() as i64;
             out.insert(k, (mean + 500_000_000) / 1_000_000_000);

@@ -3,7 +3,9 @@
 use super::*;
 use pcapsleuth_decode::{Decoded, IcmpMessage, IpHeader, IpVersion, QuotedPacket, TcpFlags};
 use pcapsleuth_detect::{PacketFlowInfo, PacketMeta};
-use pcapsleuth_flow::{FlowStarted, IcmpErrorEvent, QuotedSegmentMatch, SegmentAnalysis, SegmentEvent};
+use pcapsleuth_flow::{
+    FlowStarted, IcmpErrorEvent, QuotedSegmentMatch, SegmentAnalysis, SegmentEvent,
+};
 
 const T0: i64 = 1_700_000_000_000_000_000;
 const ISN: u32 = u32::MAX - 50;
@@ -23,11 +25,26 @@ struct Cap {
 
 impl Cap {
     fn new() -> Self {
-        let mut c = Cap { d: FragNeeded::default(), ctx: FinishContext::default() };
-        let client = Endpoint { addr: ip("192.0.2.10"), port: 48001 };
-        let server = Endpoint { addr: ip("198.51.100.10"), port: 9001 };
+        let mut c = Cap {
+            d: FragNeeded::default(),
+            ctx: FinishContext::default(),
+        };
+        let client = Endpoint {
+            addr: ip("192.0.2.10"),
+            port: 48001,
+        };
+        let server = Endpoint {
+            addr: ip("198.51.100.10"),
+            port: 9001,
+        };
         c.ctx.streams.insert(0, (client, server));
-        c.d.on_flow_event(&FlowEvent::FlowStarted(FlowStarted { stream: 0, client, server, frame: 1, ts: ts(0.0) }));
+        c.d.on_flow_event(&FlowEvent::FlowStarted(FlowStarted {
+            stream: 0,
+            client,
+            server,
+            frame: 1,
+            ts: ts(0.0),
+        }));
         c
     }
     fn data(&mut self, frame: u64, ms: f64, rel_seq: i64, len: u32) {
@@ -60,26 +77,50 @@ impl Cap {
             bytes_in_flight: None,
         }));
     }
-    fn icmp(&mut self, frame: u64, ms: f64, src: &str, mtu: u32, rel_seq: i64, matched: Option<u64>) {
+    fn icmp(
+        &mut self,
+        frame: u64,
+        ms: f64,
+        src: &str,
+        mtu: u32,
+        rel_seq: i64,
+        matched: Option<u64>,
+    ) {
         let v4 = ip(src).is_ipv4();
         self.d.on_flow_event(&FlowEvent::IcmpError(IcmpErrorEvent {
             frame,
             ts: ts(ms),
             interface: 0,
-            kind: if v4 { IcmpKind::FragNeeded } else { IcmpKind::PacketTooBig },
+            kind: if v4 {
+                IcmpKind::FragNeeded
+            } else {
+                IcmpKind::PacketTooBig
+            },
             icmp_type: if v4 { 3 } else { 2 },
             code: if v4 { 4 } else { 0 },
             mtu: Some(mtu),
             icmp_src: ip(src),
             icmp_dst: ip("192.0.2.10"),
-            quoted_src: Endpoint { addr: ip("192.0.2.10"), port: 48001 },
-            quoted_dst: Endpoint { addr: ip("198.51.100.10"), port: 9001 },
+            quoted_src: Endpoint {
+                addr: ip("192.0.2.10"),
+                port: 48001,
+            },
+            quoted_dst: Endpoint {
+                addr: ip("198.51.100.10"),
+                port: 9001,
+            },
             quoted_ip_len: 1500,
             quoted_seq: Some(SeqNum(ISN).add(rel_seq as u32)),
             stream: Some(0),
             quoted_dir: Some(C2S),
             quoted_rel_seq: Some(rel_seq),
-            matched: matched.map(|f| QuotedSegmentMatch { frame: f, ts: ts(ms - 0.1), rel_seq, payload_len: 1448, ip_len: 1500 }),
+            matched: matched.map(|f| QuotedSegmentMatch {
+                frame: f,
+                ts: ts(ms - 0.1),
+                rel_seq,
+                payload_len: 1448,
+                ip_len: 1500,
+            }),
         }));
     }
     fn run(&mut self) -> Vec<Finding> {
@@ -88,7 +129,9 @@ impl Cap {
 }
 
 fn ev<'a>(f: &'a Finding, k: &str) -> &'a Value {
-    f.evidence.get(k).unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
+    f.evidence
+        .get(k)
+        .unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
 }
 
 #[test]
@@ -99,7 +142,14 @@ fn router_frag_needed_with_immediate_retransmission_is_info_grouped() {
         c.data(10 + k, 1.0 + k as f64 * 0.01, 1 + 1448 * k as i64, 1448);
     }
     for k in 0..5u64 {
-        c.icmp(20 + k, 1.1 + k as f64 * 0.01, "192.0.2.1", 1400, 1 + 1448 * k as i64, Some(10 + k));
+        c.icmp(
+            20 + k,
+            1.1 + k as f64 * 0.01,
+            "192.0.2.1",
+            1400,
+            1 + 1448 * k as i64,
+            Some(10 + k),
+        );
         icmp_frames.push(20 + k);
     }
     c.data(30, 1.239, 1, 1348);
@@ -148,7 +198,10 @@ fn router_icmp_then_long_wait_is_a_warning_and_never_is_reported() {
     c.data(11, 310.0, 1, 1428);
     let out = c.run();
     assert_eq!(out[0].severity, Severity::Warning);
-    assert_eq!(ev(&out[0], "encapsulation_guess"), &json!("IPIP / IPVS tunnel mode (20 bytes)"));
+    assert_eq!(
+        ev(&out[0], "encapsulation_guess"),
+        &json!("IPIP / IPVS tunnel mode (20 bytes)")
+    );
 
     let mut c = Cap::new();
     c.icmp(10, 0.0, "192.0.2.1", 1480, 1, Some(9));
@@ -206,7 +259,11 @@ fn non_tcp_quote_is_reported_from_the_packet() {
         ..Default::default()
     };
     let pkt = PacketContext {
-        meta: PacketMeta { frame: 7, ts: ts(0.0), interface: 0 },
+        meta: PacketMeta {
+            frame: 7,
+            ts: ts(0.0),
+            interface: 0,
+        },
         decoded: &decoded,
         flow: PacketFlowInfo::default(),
     };
@@ -236,6 +293,10 @@ fn encapsulation_table() {
         (1438, "IPsec"),
         (1300, "unknown"),
     ] {
-        assert!(encapsulation_guess(mtu).starts_with(want), "{mtu}: {}", encapsulation_guess(mtu));
+        assert!(
+            encapsulation_guess(mtu).starts_with(want),
+            "{mtu}: {}",
+            encapsulation_guess(mtu)
+        );
     }
 }

@@ -20,7 +20,8 @@
 //! 3. segments of that size were acknowledged earlier in the same direction
 //!    (the path carries them; otherwise this is `mss-blackhole`);
 //! 4. the receiver had taken in far more than its window before the drop
-//!    (relative ACK ≥ max([`BUSY_WINDOWS`] × window, [`MIN_ACKED_BYTES`])): a
+//!    (relative ACK ≥ max([`BUSY_WINDOWS`] × window, [`MIN_ACKED_BYTES`]), or
+//!    ≥ [`MIN_ACKED_SEGMENTS`] segments acknowledged for tiny writes): a
 //!    receive buffer only reaches `tcp_rmem` max on a busy flow, which rules out
 //!    keep-alives and short replies sent to a peer that went away;
 //! 5. the receiver demonstrably got the retransmissions: it answers them with
@@ -78,6 +79,10 @@ pub const MIN_ACKED_BYTES: u64 = 65_536;
 
 /// ... and at least this many times the window it advertised at the drop.
 pub const BUSY_WINDOWS: u64 = 4;
+
+/// Alternatively, data segments the receiver must have acknowledged (small
+/// segments fill a receive buffer by their per-packet overhead).
+pub const MIN_ACKED_SEGMENTS: u64 = 1000;
 
 /// Receiver segments remembered per direction to find the last ACK before the drop.
 const RING: usize = 64;
@@ -179,8 +184,9 @@ impl MissingZeroWindow {
                     if !same {
                         if let Some(old) = st.ep.take() {
                             let largest = st.ledger.largest_acked_payload;
+                            let n = st.ledger.acked_segments;
                             let sk = st.scale_known;
-                            self.consider(seg.stream, seg.dir, old, largest, sk);
+                            self.consider(seg.stream, seg.dir, old, largest, n, sk);
                         }
                         let Some(st) = self.dirs.get_mut(&key) else {
                             return;
@@ -268,8 +274,9 @@ impl MissingZeroWindow {
         }
         if let Some(ep) = finished {
             let largest = st.ledger.largest_acked_payload;
+            let n = st.ledger.acked_segments;
             let sk = st.scale_known;
-            self.consider(seg.stream, seg.dir.reverse(), ep, largest, sk);
+            self.consider(seg.stream, seg.dir.reverse(), ep, largest, n, sk);
         }
     }
 
@@ -281,6 +288,7 @@ impl MissingZeroWindow {
         dir: Direction,
         ep: Episode,
         largest_acked_payload: u32,
+        acked_segments: u64,
         scale_known: bool,
     ) {
         if ep.retx_count < MIN_RETRANSMISSIONS || ep.zero_seen {
@@ -303,8 +311,11 @@ impl MissingZeroWindow {
         }
         // A receive buffer only fills after the receiver has taken in far more
         // than its window (seed 003: megabytes queued behind a 32 KB window).
+        // Tiny segments fill it by count instead (skb truesize; seed 003's
+        // "reader never reads" case with 4-byte writes).
         let min_bytes = (before.window.saturating_mul(BUSY_WINDOWS)).max(MIN_ACKED_BYTES);
-        if ep.stuck_seq < 0 || (ep.stuck_seq as u64) < min_bytes {
+        let busy_bytes = ep.stuck_seq >= 0 && (ep.stuck_seq as u64) >= min_bytes;
+        if !busy_bytes && acked_segments < MIN_ACKED_SEGMENTS {
             return;
         }
         self.hits.push(Hit {
@@ -385,7 +396,8 @@ impl Detector for MissingZeroWindow {
             if let Some(mut st) = self.dirs.remove(&k) {
                 if let Some(ep) = st.ep.take() {
                     let largest = st.ledger.largest_acked_payload;
-                    self.consider(k.0, dir_of(k.1), ep, largest, st.scale_known);
+                    let n = st.ledger.acked_segments;
+                    self.consider(k.0, dir_of(k.1), ep, largest, n, st.scale_known);
                 }
             }
         }

@@ -206,3 +206,26 @@ fn vantage_at_the_receivers_end_is_reported() {
     assert_eq!(f[0].evidence["capture_at_receiver"], true);
     assert_eq!(f[0].evidence["receiver_ttl"], 64);
 }
+
+#[test]
+fn tiny_writes_fill_the_buffer_by_count() {
+    // Seed 003's "reader never reads": 4-byte writes, thousands acknowledged.
+    let mut s = Script::new();
+    let mut seq = 1i64;
+    let mut t = 0.0;
+    for _ in 0..1200 {
+        s.seg(S2C, t, seq, 4, 1, 65280);
+        seq += 4;
+        s.seg(C2S, t + 0.2, 1, 0, seq, 65536);
+        t += 1.0;
+    }
+    s.seg(S2C, t, seq, 4, 1, 65280);
+    for g in LADDER {
+        t += g;
+        s.seg(S2C, t, seq, 4, 1, 65280);
+        s.seg(C2S, t + 0.2, 1, 0, seq, 65536);
+    }
+    let f = s.run(&mut MissingZeroWindow::default());
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert_eq!(f[0].evidence["segment_bytes"], 4);
+}

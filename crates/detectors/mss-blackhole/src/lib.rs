@@ -15,8 +15,9 @@
 //!    acknowledged at that size (still unacknowledged at the end of the capture,
 //!    or acknowledged only after the sender re-sent the bytes in smaller segments);
 //! 2. no segment that large was ever acknowledged in that direction, while
-//!    smaller data segments were (or, failing that, the peer kept sending after
-//!    the first loss: the path works for small packets);
+//!    small packets demonstrably pass: smaller data segments were acknowledged,
+//!    or the peer kept sending after the first loss, or at least the handshake
+//!    completed (the classic symptom: "ssh connects, scp stalls");
 //! 3. the failing datagrams are larger than any path must carry (576 bytes for
 //!    IPv4, RFC 1122 §3.3.3; 1280 for IPv6, RFC 8200 §5);
 //! 4. no ICMP fragmentation-needed / Packet Too Big quoting the flow, or the
@@ -45,7 +46,9 @@
 //!   allows it);
 //! - `recommended_mss` (bytes: `path_mtu_bound_bytes` − 40 for IPv4, − 60 for
 //!   IPv6, the value for `iptables … -j TCPMSS --set-mss`);
-//! - `sender_recovered_by_mtu_probing` (bool).
+//! - `sender_recovered_by_mtu_probing` (bool);
+//! - `stall_ms` (ms: first transmission of the stuck segment → its first
+//!   smaller re-send when the sender recovered, else → its last transmission).
 //!
 //! **Known false positives.** A middlebox that drops large packets for another
 //! reason (policing by size, a broken NIC offload) looks identical, and the
@@ -165,7 +168,9 @@ impl MssBlackhole {
                 .on_data(seg);
         }
         let peer_key = (seg.stream, seg.dir.reverse().index());
-        if let Some(st) = self.dirs.get_mut(&peer_key) {
+        // Every ACK counts (the SYN/ACK acknowledging the SYN proves the handshake passed).
+        if seg.flags.ack() || self.dirs.contains_key(&peer_key) {
+            let st = self.dirs.entry(peer_key).or_insert_with(Self::new_dir);
             st.peer_last_ts = Some(seg.ts.0);
             if seg.flags.ack() && !seg.flags.rst() {
                 if let Some(a) = seg.rel_ack {
@@ -257,8 +262,10 @@ impl Detector for MssBlackhole {
             }
             let first_fail_ts = main.record.txs.first().map(|t| t.ts.0).unwrap_or(i64::MAX);
             let peer_alive = st.peer_last_ts.is_some_and(|t| t > first_fail_ts);
-            if l.acked_segments == 0 && !peer_alive {
-                continue; // nothing proves small packets pass
+            // Small packets pass: smaller data was acknowledged, the peer kept
+            // sending after the first loss, or at least the handshake completed.
+            if l.acked_segments == 0 && !peer_alive && l.highest_ack.is_none() {
+                continue;
             }
             let (src, dst) = match (ends, dir) {
                 (Some((c, s)), Direction::ClientToServer) => (Some(c), Some(s)),
@@ -301,6 +308,9 @@ impl Detector for MssBlackhole {
                     frames.push(t.frame);
                 }
             }
+            if let Some(t) = main.record.superseded_by {
+                frames.push(t.frame); // first smaller re-send (tcp_mtu_probing)
+            }
             if let Outcome::Acked { frame, .. } = main.outcome {
                 frames.push(frame);
             }
@@ -337,6 +347,14 @@ impl Detector for MssBlackhole {
             ev.insert("path_mtu_bound_bytes".into(), json!(bound));
             ev.insert("recommended_mss".into(), json!(recommended));
             ev.insert("sender_recovered_by_mtu_probing".into(), json!(recovered));
+            let stall_end = match main.record.superseded_by {
+                Some(t) => t.ts.0,
+                None => main.record.txs.last().map(|t| t.ts.0).unwrap_or(start_ts),
+            };
+            ev.insert(
+                "stall_ms".into(),
+                json!(ns_to_ms(stall_end.saturating_sub(start_ts).max(0))),
+            );
             let ladder_txt = match (ladder.first(), ladder.last()) {
                 (Some(a), Some(b)) if ladder.len() > 1 => {
                     format!("{} … {} ms", fmt_ms(*a), fmt_ms(*b))
@@ -349,8 +367,10 @@ impl Detector for MssBlackhole {
                     "while {}-byte segments were acknowledged",
                     l.largest_acked_payload
                 )
-            } else {
+            } else if peer_alive {
                 "while the peer's small packets kept flowing".to_string()
+            } else {
+                "although the handshake's small packets passed".to_string()
             };
             let icmp_name = if v6 {
                 "ICMPv6 Packet Too Big"
@@ -371,7 +391,7 @@ impl Detector for MssBlackhole {
                 )
             };
             let summary = format!(
-                "{}-byte segments ({smallest_ip}-byte IP packets) from the {role} {saddr} to {daddr} were re-sent {} times with exponential backoff ({ladder_txt}) and never acknowledged, {small}, and no {icmp_name} came back{tail}.",
+                "{}-byte segments ({smallest_ip}-byte IP packets) from the {role} {saddr} to {daddr} were re-sent {} times with exponential backoff ({ladder_txt}) and never acknowledged at that size, {small}, and no {icmp_name} came back{tail}.",
                 main.record.payload_len,
                 main.record.retransmissions()
             );

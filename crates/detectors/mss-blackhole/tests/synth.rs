@@ -123,6 +123,7 @@ fn sender_recovery_by_mtu_probing_is_a_warning() {
     // tcp_mtu_probing: the stuck bytes go again as 1012-byte segments, which pass.
     let mut seq = 101;
     let mut t = 7000.0;
+    let first_small = s.frame + 1;
     while seq < 101 + 1448 * 12 {
         s.seg(C2S, t, seq, 1012, 1, 64512);
         seq += 1012;
@@ -135,6 +136,11 @@ fn sender_recovery_by_mtu_probing_is_a_warning() {
     assert_eq!(f[0].evidence["sender_recovered_by_mtu_probing"], true);
     assert_eq!(f[0].evidence["largest_acked_segment"], 1012);
     assert!(f[0].summary.contains("tcp_mtu_probing"));
+    assert!(
+        f[0].frames.contains(&first_small),
+        "first reduced-size re-send cited: {:?}",
+        f[0].frames
+    );
 }
 
 #[test]
@@ -196,4 +202,21 @@ fn look_alikes_are_not_flagged() {
         s.seg(C2S, t, 1, 1448, 1, 64512);
     }
     assert!(s.run(&mut MssBlackhole::default()).is_empty(), "dead peer");
+}
+
+#[test]
+fn upload_right_after_the_handshake_is_flagged() {
+    // "ssh connects, scp stalls": only the handshake passed, the peer stays silent.
+    let mut s = Script::new();
+    s.seg(S2C, 0.0, 0, 0, 1, 65536); // SYN/ACK acknowledging the client's SYN
+    let mut t = 1.0;
+    let orig = s.seg(C2S, t, 1, 1448, 1, 64512);
+    for g in LADDER {
+        t += g;
+        s.seg(C2S, t, 1, 1448, 1, 64512);
+    }
+    let f = s.run(&mut MssBlackhole::default());
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(f[0].frames.contains(&orig));
+    assert!(f[0].summary.contains("handshake"), "{}", f[0].summary);
 }

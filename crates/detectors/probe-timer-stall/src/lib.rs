@@ -50,7 +50,9 @@ use pcapsleuth_core::{Direction, FrameNo, StreamId, Timestamp};
 use pcapsleuth_decode::IcmpKind;
 use pcapsleuth_detect::followup::{FollowUp, SegRec};
 use pcapsleuth_detect::timer::{match_any, matches_timer};
-use pcapsleuth_detect::{Detector, DetectorInfo, Evidence, FinishContext, Finding, FlowEvent, Severity};
+use pcapsleuth_detect::{
+    Detector, DetectorInfo, Evidence, Finding, FinishContext, FlowEvent, Severity,
+};
 use pcapsleuth_flow::{SegmentEvent, StallEvent};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -134,7 +136,12 @@ pub struct ProbeTimerStall {
 impl ProbeTimerStall {
     fn add_trigger(&mut self, mut t: Trigger) {
         // Look back for out-of-order frames already seen (later timestamps, earlier frame numbers).
-        t.segs = self.follow.history(t.stream, t.dir).filter(|r| r.ts.0 > t.ts.0).copied().collect();
+        t.segs = self
+            .follow
+            .history(t.stream, t.dir)
+            .filter(|r| r.ts.0 > t.ts.0)
+            .copied()
+            .collect();
         let key = (t.stream, t.dir);
         self.open.entry(key).or_default().push(self.triggers.len());
         self.triggers.push(t);
@@ -149,7 +156,10 @@ impl ProbeTimerStall {
         // A sender probing into a zero window advertised by its peer.
         if let Some(z) = self.zero.get_mut(&(s.stream, s.dir)) {
             if z.start.is_some()
-                && (s.analysis.zero_window_probe || s.wireshark.zero_window_probe || s.analysis.keep_alive || s.payload_len > 0)
+                && (s.analysis.zero_window_probe
+                    || s.wireshark.zero_window_probe
+                    || s.analysis.keep_alive
+                    || s.payload_len > 0)
             {
                 z.probed = true;
             }
@@ -160,12 +170,17 @@ impl ProbeTimerStall {
         let rec = SegRec::from_event(s);
         if let Some(ids) = self.open.get_mut(&(s.stream, s.dir)) {
             ids.retain(|&i| {
-                let Some(t) = self.triggers.get_mut(i) else { return false };
+                let Some(t) = self.triggers.get_mut(i) else {
+                    return false;
+                };
                 if rec.ts.0 > t.ts.0 {
                     t.segs.push(rec);
                 }
                 t.segs.len() < SEGS_PER_TRIGGER && rec.ts.0 <= t.ts.0.saturating_add(MAX_GAP_NS)
             });
+            if ids.is_empty() {
+                self.open.remove(&(s.stream, s.dir));
+            }
         }
     }
 
@@ -176,7 +191,10 @@ impl ProbeTimerStall {
         let z = self.zero.entry(sender).or_default();
         if zero_now {
             if z.start.is_none() {
-                *z = ZeroWindowState { start: Some((w.frame, w.ts)), probed: false };
+                *z = ZeroWindowState {
+                    start: Some((w.frame, w.ts)),
+                    probed: false,
+                };
             }
             return;
         }
@@ -203,14 +221,25 @@ impl ProbeTimerStall {
         if !matches!(e.kind, IcmpKind::FragNeeded | IcmpKind::PacketTooBig) {
             return;
         }
-        let (Some(stream), Some(dir), Some(offset)) = (e.stream, e.quoted_dir, e.quoted_rel_seq) else { return };
+        let (Some(stream), Some(dir), Some(offset)) = (e.stream, e.quoted_dir, e.quoted_rel_seq)
+        else {
+            return;
+        };
         // Stale quote: those bytes were already acknowledged.
-        if self.snd.get(&(stream, dir)).is_some_and(|&(una, _)| offset < una) {
+        if self
+            .snd
+            .get(&(stream, dir))
+            .is_some_and(|&(una, _)| offset < una)
+        {
             return;
         }
         let self_addr = e.icmp_src == e.icmp_dst || e.icmp_src == e.quoted_src.addr;
         self.add_trigger(Trigger {
-            kind: if self_addr { Kind::SelfFrag } else { Kind::RouterFrag },
+            kind: if self_addr {
+                Kind::SelfFrag
+            } else {
+                Kind::RouterFrag
+            },
             stream,
             dir,
             frame: e.frame,
@@ -229,7 +258,9 @@ fn timer_name(gap_ns: i64, kind: Kind, carrier: &SegRec) -> Option<&'static str>
         return Some("TCP_RTO_MIN 200ms");
     }
     let backoff = [400 * MS, 800 * MS, 1600 * MS, 3200 * MS, 6400 * MS];
-    if match_any(gap_ns, &backoff).is_some() && (kind == Kind::ZeroWindow || !carrier.retransmission) {
+    if match_any(gap_ns, &backoff).is_some()
+        && (kind == Kind::ZeroWindow || !carrier.retransmission)
+    {
         return Some("probe0 backoff 200/400/800 ms");
     }
     if carrier.retransmission {
@@ -240,7 +271,11 @@ fn timer_name(gap_ns: i64, kind: Kind, carrier: &SegRec) -> Option<&'static str>
 
 impl Detector for ProbeTimerStall {
     fn info(&self) -> DetectorInfo {
-        DetectorInfo { id: ID, title: "Data held back until a ~200 ms TCP timer fired", explain: EXPLAIN }
+        DetectorInfo {
+            id: ID,
+            title: "Data held back until a ~200 ms TCP timer fired",
+            explain: EXPLAIN,
+        }
     }
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
@@ -261,13 +296,26 @@ impl Detector for ProbeTimerStall {
         // Cluster triggers of one sender that come in a burst (≤ 50 ms apart, same
         // kind); the earliest one's waiting bytes decide the carrier.
         let mut order: Vec<usize> = (0..self.triggers.len()).collect();
-        order.sort_by_key(|&i| self.triggers.get(i).map(|t| (t.stream, t.dir.index(), t.ts, t.frame)));
+        order.sort_by_key(|&i| {
+            self.triggers
+                .get(i)
+                .map(|t| (t.stream, t.dir.index(), t.ts, t.frame))
+        });
         let mut clusters: Vec<Vec<usize>> = Vec::new();
         for i in order {
-            let Some(t) = self.triggers.get(i) else { continue };
-            let joins = clusters.last().and_then(|c| c.last()).and_then(|&j| self.triggers.get(j)).is_some_and(|p| {
-                p.stream == t.stream && p.dir == t.dir && p.kind == t.kind && t.ts.0 - p.ts.0 <= BURST_NS
-            });
+            let Some(t) = self.triggers.get(i) else {
+                continue;
+            };
+            let joins = clusters
+                .last()
+                .and_then(|c| c.last())
+                .and_then(|&j| self.triggers.get(j))
+                .is_some_and(|p| {
+                    p.stream == t.stream
+                        && p.dir == t.dir
+                        && p.kind == t.kind
+                        && t.ts.0 - p.ts.0 <= BURST_NS
+                });
             match clusters.last_mut() {
                 Some(c) if joins => c.push(i),
                 _ => clusters.push(vec![i]),
@@ -275,9 +323,19 @@ impl Detector for ProbeTimerStall {
         }
         let mut out = Vec::new();
         for members in clusters {
-            let Some(&first_i) = members.first() else { continue };
-            let Some(t0) = self.triggers.get(first_i) else { continue };
-            let Some(carrier) = t0.segs.iter().filter(|r| r.covers(t0.offset)).min_by_key(|r| (r.ts, r.frame)).copied() else {
+            let Some(&first_i) = members.first() else {
+                continue;
+            };
+            let Some(t0) = self.triggers.get(first_i) else {
+                continue;
+            };
+            let Some(carrier) = t0
+                .segs
+                .iter()
+                .filter(|r| r.covers(t0.offset))
+                .min_by_key(|r| (r.ts, r.frame))
+                .copied()
+            else {
                 continue;
             };
             let stream = t0.stream;
@@ -287,7 +345,10 @@ impl Detector for ProbeTimerStall {
                 continue;
             }
             // Silence: nothing else of this sender's data between the trigger and the carrier.
-            if t.segs.iter().any(|r| r.ts.0 > t.ts.0 && r.ts.0 < carrier.ts.0) {
+            if t.segs
+                .iter()
+                .any(|r| r.ts.0 > t.ts.0 && r.ts.0 < carrier.ts.0)
+            {
                 continue;
             }
             let timer = timer_name(gap, t.kind, &carrier);
@@ -304,7 +365,10 @@ impl Detector for ProbeTimerStall {
                 .iter()
                 .find(|s| s.stream == stream && s.end_frame == carrier.frame)
                 .map(|s| s.end_ts.0 - s.start_ts.0);
-            let mut trigger_frames: Vec<u64> = members.iter().filter_map(|i| self.triggers.get(*i).map(|t| t.frame)).collect();
+            let mut trigger_frames: Vec<u64> = members
+                .iter()
+                .filter_map(|i| self.triggers.get(*i).map(|t| t.frame))
+                .collect();
             trigger_frames.sort_unstable();
             trigger_frames.dedup();
             let mut frames = trigger_frames.clone();
@@ -328,7 +392,10 @@ impl Detector for ProbeTimerStall {
                     "after the host's own frag-needed (MTU {}) refused them",
                     t.mtu.map_or("?".to_string(), |m| m.to_string())
                 ),
-                Kind::RouterFrag => format!("after a frag-needed (MTU {})", t.mtu.map_or("?".to_string(), |m| m.to_string())),
+                Kind::RouterFrag => format!(
+                    "after a frag-needed (MTU {})",
+                    t.mtu.map_or("?".to_string(), |m| m.to_string())
+                ),
                 Kind::ZeroWindow => "after the receiver's zero window re-opened".to_string(),
             };
             let summary = format!(
@@ -348,8 +415,22 @@ impl Detector for ProbeTimerStall {
             ev.insert("timer".into(), timer.map_or(Value::Null, |n| json!(n)));
             ev.insert("bytes_waited".into(), json!(bytes_waited));
             ev.insert("waiting_rel_seq".into(), json!(t.offset));
-            ev.insert("flow_silent_ms".into(), stall.map_or(Value::Null, |s| json!(ns_to_ms(s))));
-            out.push(Finding::new(ID, Severity::Warning, summary, flow, Some(stream), frames, t.ts.0, carrier.ts.0, remedy, ev));
+            ev.insert(
+                "flow_silent_ms".into(),
+                stall.map_or(Value::Null, |s| json!(ns_to_ms(s))),
+            );
+            out.push(Finding::new(
+                ID,
+                Severity::Warning,
+                summary,
+                flow,
+                Some(stream),
+                frames,
+                t.ts.0,
+                carrier.ts.0,
+                remedy,
+                ev,
+            ));
         }
         out
     }

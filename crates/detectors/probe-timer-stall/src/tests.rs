@@ -24,16 +24,33 @@ struct Cap {
 
 impl Cap {
     fn new() -> Self {
-        let mut c = Cap { d: ProbeTimerStall::default(), ctx: FinishContext::default() };
-        let client = Endpoint { addr: ip("192.0.2.10"), port: 50001 };
-        let server = Endpoint { addr: ip("198.51.100.10"), port: 9200 };
+        let mut c = Cap {
+            d: ProbeTimerStall::default(),
+            ctx: FinishContext::default(),
+        };
+        let client = Endpoint {
+            addr: ip("192.0.2.10"),
+            port: 50001,
+        };
+        let server = Endpoint {
+            addr: ip("198.51.100.10"),
+            port: 9200,
+        };
         c.ctx.streams.insert(0, (client, server));
-        c.d.on_flow_event(&FlowEvent::FlowStarted(FlowStarted { stream: 0, client, server, frame: 1, ts: ts(0.0) }));
+        c.d.on_flow_event(&FlowEvent::FlowStarted(FlowStarted {
+            stream: 0,
+            client,
+            server,
+            frame: 1,
+            ts: ts(0.0),
+        }));
         c
     }
     fn seg(&mut self, dir: Direction, frame: u64, ms: f64, rel_seq: i64, len: u32, probe: bool) {
-        let mut analysis = SegmentAnalysis::default();
-        analysis.zero_window_probe = probe;
+        let analysis = SegmentAnalysis {
+            zero_window_probe: probe,
+            ..Default::default()
+        };
         self.d.on_flow_event(&FlowEvent::Segment(SegmentEvent {
             stream: 0,
             dir,
@@ -74,8 +91,14 @@ impl Cap {
             mtu: Some(1400),
             icmp_src: ip(src),
             icmp_dst: ip("192.0.2.10"),
-            quoted_src: Endpoint { addr: ip("192.0.2.10"), port: 50001 },
-            quoted_dst: Endpoint { addr: ip("198.51.100.10"), port: 9200 },
+            quoted_src: Endpoint {
+                addr: ip("192.0.2.10"),
+                port: 50001,
+            },
+            quoted_dst: Endpoint {
+                addr: ip("198.51.100.10"),
+                port: 9200,
+            },
             quoted_ip_len: 1500,
             quoted_seq: None,
             stream: Some(0),
@@ -85,15 +108,16 @@ impl Cap {
         }));
     }
     fn window(&mut self, dir: Direction, frame: u64, ms: f64, bytes: u64) {
-        self.d.on_flow_event(&FlowEvent::WindowChange(WindowChangeEvent {
-            stream: 0,
-            dir,
-            frame,
-            ts: ts(ms),
-            old_bytes: None,
-            new_bytes: Some(bytes),
-            raw: (bytes >> 7) as u16,
-        }));
+        self.d
+            .on_flow_event(&FlowEvent::WindowChange(WindowChangeEvent {
+                stream: 0,
+                dir,
+                frame,
+                ts: ts(ms),
+                old_bytes: None,
+                new_bytes: Some(bytes),
+                raw: (bytes >> 7) as u16,
+            }));
     }
     fn run(&mut self) -> Vec<Finding> {
         self.d.finish(&self.ctx)
@@ -101,7 +125,9 @@ impl Cap {
 }
 
 fn ev<'a>(f: &'a Finding, k: &str) -> &'a Value {
-    f.evidence.get(k).unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
+    f.evidence
+        .get(k)
+        .unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
 }
 
 #[test]
@@ -178,7 +204,10 @@ fn zero_window_reopen_ignored_until_probe_timer() {
     assert_eq!(ev(&out[0], "trigger"), &json!("zero window"));
     assert_eq!(ev(&out[0], "trigger_frame"), &json!(14));
     assert_eq!(ev(&out[0], "carrier_frame"), &json!(15));
-    assert_eq!(ev(&out[0], "timer"), &json!("probe0 backoff 200/400/800 ms"));
+    assert_eq!(
+        ev(&out[0], "timer"),
+        &json!("probe0 backoff 200/400/800 ms")
+    );
 
     // Data right after the reopening: ordinary flow control, not flagged.
     let mut c = Cap::new();

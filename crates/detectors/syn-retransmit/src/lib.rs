@@ -33,6 +33,11 @@
 //!   `service_delayed` (counts over the capture), `conntrack_race_shape` (bool:
 //!   ≥ 4 connections to the service, a minority of them delayed by ≈1, 2 or 3 s,
 //!   the rest prompt — seed 002).
+//! - `same_isn_streams` (array of `tcp.stream`): the same SYN (ISN, server)
+//!   seen in other streams, i.e. before/after NAT on another interface;
+//!   `dropped_between_capture_points` (bool): that other view shows the SYN
+//!   only from a retry on, so the first SYN died inside the host (seed 002:
+//!   seen on veth/cni0, never on eth0). Such views count once per service.
 //!
 //! # Severity
 //! Warning when the connection was set up after the delay (or refused after
@@ -54,7 +59,9 @@
 use pcapsleuth_core::time::ns_to_ms;
 use pcapsleuth_core::{Direction, Endpoint, FrameNo, SeqNum, StreamId, Timestamp};
 use pcapsleuth_detect::timer::matches_timer;
-use pcapsleuth_detect::{Detector, DetectorInfo, Evidence, FinishContext, Finding, FlowEvent, Severity};
+use pcapsleuth_detect::{
+    Detector, DetectorInfo, Evidence, Finding, FinishContext, FlowEvent, Severity,
+};
 use pcapsleuth_flow::SegmentEvent;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -62,6 +69,15 @@ use std::net::SocketAddr;
 
 /// Detector id.
 pub const ID: &str = "syn-retransmit";
+
+/// A SYN (or SYN/ACK) repeated sooner than this (ns) is not a timer retry
+/// (RFC 6298 and every known stack wait ≥ 200 ms): another sighting of the
+/// same packet, counted in `duplicate_sightings`.
+const MIN_RETRY_GAP_NS: i64 = 100_000_000;
+
+/// Two SYNs with one ISN to one server this close (ns) are one connection seen
+/// before and after NAT (seed 002: veth/cni0 vs eth0).
+const SAME_ISN_WINDOW_NS: i64 = 100_000_000;
 
 const EXPLAIN: &str = "\
 Looks for TCP connection setups that needed more than one SYN (or SYN/ACK) with the same \
@@ -81,6 +97,7 @@ What to do: capture on both sides of NAT/firewalls to see where the SYN dies; ch
 
 /// A retry schedule: nominal gaps between successive SYNs, in seconds.
 struct Ladder {
+    short: &'static str,
     label: &'static str,
     gaps_s: &'static [i64],
 }
@@ -90,29 +107,55 @@ struct Ladder {
 /// `icsk_backoff <= tcp_syn_linear_timeouts` (default 4 since 6.5). Windows:
 /// `InitialRto` 3 s, `MaxSynRetransmissions` 2. Older stacks: RFC 1122 3 s.
 const LADDERS: &[Ladder] = &[
-    Ladder { label: "Linux classic backoff (1, 2, 4, 8 s; tcp_syn_linear_timeouts=0 or kernel < 6.5)", gaps_s: &[1, 2, 4, 8, 16, 32, 64] },
-    Ladder { label: "Linux >= 6.5 default tcp_syn_linear_timeouts=4 (1 s retries, then doubling)", gaps_s: &[1, 1, 1, 1, 1, 2, 4, 8, 16, 32] },
-    Ladder { label: "Windows (3 s, 6 s: done after 3, 9 s)", gaps_s: &[3, 6] },
-    Ladder { label: "3 s initial RTO doubling (RFC 1122 / older stacks)", gaps_s: &[3, 6, 12, 24, 48, 96] },
+    Ladder {
+        short: "Linux classic backoff",
+        label: "Linux classic backoff (1, 2, 4, 8 s; tcp_syn_linear_timeouts=0 or kernel < 6.5)",
+        gaps_s: &[1, 2, 4, 8, 16, 32, 64],
+    },
+    Ladder {
+        short: "Linux linear SYN timeouts",
+        label: "Linux >= 6.5 default tcp_syn_linear_timeouts=4 (1 s retries, then doubling)",
+        gaps_s: &[1, 1, 1, 1, 1, 2, 4, 8, 16, 32],
+    },
+    Ladder {
+        short: "Windows",
+        label: "Windows (3 s, 6 s: done after 3, 9 s)",
+        gaps_s: &[3, 6],
+    },
+    Ladder {
+        short: "3 s initial RTO",
+        label: "3 s initial RTO doubling (RFC 1122 / older stacks)",
+        gaps_s: &[3, 6, 12, 24, 48, 96],
+    },
 ];
 
-/// Name the retry ladder `gaps_ns` (successive SYN gaps) follows.
-pub fn ladder_for(gaps_ns: &[i64]) -> &'static str {
+/// Name the retry ladder `gaps_ns` (successive SYN gaps, ns) follows: the
+/// full label (the `ladder` evidence) and a short name for the summary.
+pub fn ladder_for(gaps_ns: &[i64]) -> (&'static str, &'static str) {
     if gaps_ns.is_empty() {
-        return "none";
+        return ("none", "no retry");
     }
     let matching: Vec<&Ladder> = LADDERS
         .iter()
         .filter(|l| {
             gaps_ns.len() <= l.gaps_s.len()
-                && gaps_ns.iter().zip(l.gaps_s).all(|(&g, &n)| matches_timer(g, n * 1_000_000_000))
+                && gaps_ns
+                    .iter()
+                    .zip(l.gaps_s)
+                    .all(|(&g, &n)| matches_timer(g, n * 1_000_000_000))
         })
         .collect();
     match matching.as_slice() {
-        [] => "unrecognised",
-        [one] => one.label,
-        [a, ..] if a.gaps_s[0] == 1 => "Linux / RFC 6298 1 s initial RTO (classic or linear: too few retries to tell)",
-        _ => "3 s initial RTO (Windows: 3 s, 6 s; or an older stack)",
+        [] => ("unrecognised", "an unrecognised retry schedule"),
+        [one] => (one.label, one.short),
+        [a, ..] if a.gaps_s[0] == 1 => (
+            "Linux / RFC 6298 1 s initial RTO (classic or linear: too few retries to tell)",
+            "1 s initial RTO, Linux / RFC 6298",
+        ),
+        _ => (
+            "3 s initial RTO (Windows: 3 s, 6 s; or an older stack)",
+            "3 s initial RTO, Windows or an older stack",
+        ),
     }
 }
 
@@ -137,11 +180,14 @@ struct Attempt {
     rst: Option<Tx>,
     handshake_ack: Option<Tx>,
     acked_synack: Option<Tx>,
+    /// First ACK-bearing segment of the SYN sender when no SYN/ACK was captured
+    /// (half-duplex capture: the answer exists but is not in the file).
+    went_on: Option<Tx>,
 }
 
 impl Attempt {
     fn answered(&self) -> bool {
-        !self.synacks.is_empty() || self.rst.is_some()
+        !self.synacks.is_empty() || self.rst.is_some() || self.went_on.is_some()
     }
     fn delayed(&self) -> bool {
         self.syns.len() > 1 || self.synack_retx_pre_ack > 0
@@ -150,15 +196,19 @@ impl Attempt {
         self.rst.is_some() && self.synacks.is_empty() && self.syns.len() <= 1
     }
     fn connected(&self) -> bool {
-        !self.synacks.is_empty()
+        !self.synacks.is_empty() || self.went_on.is_some()
     }
     /// First SYN → the SYN/ACK that was acknowledged (or first SYN/ACK, else last SYN / RST), ns.
     fn delay_ns(&self) -> i64 {
-        let Some(first) = self.syns.first() else { return 0 };
+        let Some(first) = self.syns.first() else {
+            return 0;
+        };
         let end = if let Some(a) = self.acked_synack {
             a.ts
         } else if let Some(s) = self.synacks.first() {
             s.ts
+        } else if let Some(w) = self.went_on {
+            w.ts
         } else if let Some(r) = self.rst {
             r.ts
         } else {
@@ -167,7 +217,11 @@ impl Attempt {
         end.0.saturating_sub(first.ts.0).max(0)
     }
     fn gaps_ns(&self) -> Vec<i64> {
-        let txs = if self.syns.len() > 1 { &self.syns } else { &self.synacks };
+        let txs = if self.syns.len() > 1 {
+            &self.syns
+        } else {
+            &self.synacks
+        };
         let mut ts: Vec<i64> = txs.iter().map(|t| t.ts.0).collect();
         ts.sort_unstable();
         ts.windows(2).map(|w| w[1] - w[0]).collect()
@@ -184,14 +238,22 @@ pub struct SynRetransmit {
 
 impl SynRetransmit {
     fn on_segment(&mut self, s: &SegmentEvent) {
-        let tx = Tx { frame: s.frame, ts: s.ts };
+        let tx = Tx {
+            frame: s.frame,
+            ts: s.ts,
+        };
         let live = self.live.get(&s.stream).copied();
         if s.flags.syn() && !s.flags.ack() {
             if let Some(a) = live.and_then(|i| self.attempts.get_mut(i)) {
                 if a.isn == s.seq && a.syn_dir == s.dir {
-                    if s.duplicate_of.is_some() {
+                    let quick = a.syns.last().is_some_and(|p| (s.ts.0 - p.ts.0).abs() < MIN_RETRY_GAP_NS);
+                    if s.duplicate_of.is_some() || quick {
                         a.duplicates.push(s.frame);
-                    } else if a.handshake_ack.is_none() && a.synacks.is_empty() && a.rst.is_none() {
+                    } else if a.handshake_ack.is_none()
+                        && a.synacks.is_empty()
+                        && a.rst.is_none()
+                        && a.went_on.is_none()
+                    {
                         if a.syns.len() == 1 {
                             a.first_retx_wait_ns = s.since_first_tx_ns;
                         }
@@ -218,10 +280,13 @@ impl SynRetransmit {
                 rst: None,
                 handshake_ack: None,
                 acked_synack: None,
+                went_on: None,
             });
             return;
         }
-        let Some(a) = live.and_then(|i| self.attempts.get_mut(i)) else { return };
+        let Some(a) = live.and_then(|i| self.attempts.get_mut(i)) else {
+            return;
+        };
         if s.duplicate_of.is_some() {
             if s.flags.syn() {
                 a.duplicates.push(s.frame);
@@ -238,6 +303,11 @@ impl SynRetransmit {
             }
             match a.synack_isn {
                 Some(isn) if isn == s.seq => {
+                    let quick = a.synacks.last().is_some_and(|p| (s.ts.0 - p.ts.0).abs() < MIN_RETRY_GAP_NS);
+                    if quick {
+                        a.duplicates.push(s.frame);
+                        return;
+                    }
                     a.synack_retransmits += 1;
                     a.synack_retx_pre_ack += 1;
                 }
@@ -247,24 +317,41 @@ impl SynRetransmit {
         } else if s.flags.rst() && from_server && a.synacks.is_empty() && a.rst.is_none() {
             a.rst = Some(tx);
         } else if s.flags.ack() && !s.flags.syn() && !from_server && a.handshake_ack.is_none() {
-            if let Some(isn) = a.synack_isn {
-                if s.ack == isn.add(1) {
-                    a.handshake_ack = Some(tx);
-                    a.acked_synack = a.synacks.last().copied();
+            match a.synack_isn {
+                Some(isn) => {
+                    if s.ack == isn.add(1) {
+                        a.handshake_ack = Some(tx);
+                        a.acked_synack = a.synacks.last().copied();
+                    }
+                }
+                None => {
+                    if a.went_on.is_none() && a.rst.is_none() && !s.flags.rst() {
+                        a.went_on = Some(tx);
+                    }
                 }
             }
         }
     }
 
     fn server_of(&self, a: &Attempt, ctx: &FinishContext) -> Option<(Endpoint, Endpoint)> {
-        let (c, s) = ctx.streams.get(&a.stream).or_else(|| self.endpoints.get(&a.stream)).copied()?;
-        Some(if a.syn_dir == Direction::ClientToServer { (c, s) } else { (s, c) })
+        let (c, s) = ctx
+            .streams
+            .get(&a.stream)
+            .or_else(|| self.endpoints.get(&a.stream))
+            .copied()?;
+        Some(if a.syn_dir == Direction::ClientToServer {
+            (c, s)
+        } else {
+            (s, c)
+        })
     }
 }
 
 /// Whether a delay looks like the conntrack race of seed 002 (≈1, 2 or 3 s).
 fn race_sized(delay_ns: i64) -> bool {
-    [1_000_000_000i64, 2_000_000_000, 3_000_000_000].iter().any(|&n| matches_timer(delay_ns, n))
+    [1_000_000_000i64, 2_000_000_000, 3_000_000_000]
+        .iter()
+        .any(|&n| matches_timer(delay_ns, n))
 }
 
 fn sock(e: Endpoint) -> String {
@@ -280,7 +367,11 @@ struct ServiceStats {
 
 impl Detector for SynRetransmit {
     fn info(&self) -> DetectorInfo {
-        DetectorInfo { id: ID, title: "Connection setup delayed by SYN / SYN-ACK retransmission", explain: EXPLAIN }
+        DetectorInfo {
+            id: ID,
+            title: "Connection setup delayed by SYN / SYN-ACK retransmission",
+            explain: EXPLAIN,
+        }
     }
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
@@ -294,14 +385,67 @@ impl Detector for SynRetransmit {
     }
 
     fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding> {
-        // Per-service statistics over every attempt that got an answer or was delayed.
+        // Attempts that are one SYN seen before and after NAT (same ISN, same
+        // server, overlapping in time: seed 002's veth/cni0 vs eth0 views).
+        let server_keys: Vec<Option<String>> = self
+            .attempts
+            .iter()
+            .map(|a| self.server_of(a, ctx).map(|(_, s)| sock(s)))
+            .collect();
+        let mut by_isn: HashMap<(String, u32), Vec<usize>> = HashMap::new();
+        for (i, a) in self.attempts.iter().enumerate() {
+            if let Some(Some(k)) = server_keys.get(i) {
+                by_isn.entry((k.clone(), a.isn.0)).or_default().push(i);
+            }
+        }
+        let same_isn = |i: usize| -> Vec<usize> {
+            let (Some(a), Some(Some(k))) = (self.attempts.get(i), server_keys.get(i)) else {
+                return Vec::new();
+            };
+            let (Some(first), Some(last)) = (a.syns.first(), a.syns.last()) else {
+                return Vec::new();
+            };
+            by_isn
+                .get(&(k.clone(), a.isn.0))
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|&j| j != i)
+                .filter(|&j| {
+                    // Their SYN spans overlap (symmetric: either view finds the other).
+                    self.attempts
+                        .get(j)
+                        .is_some_and(|b| match (b.syns.first(), b.syns.last()) {
+                            (Some(bf), Some(bl)) => {
+                                bf.ts.0 <= last.ts.0 + SAME_ISN_WINDOW_NS
+                                    && bl.ts.0 >= first.ts.0 - SAME_ISN_WINDOW_NS
+                            }
+                            _ => false,
+                        })
+                })
+                .collect()
+        };
+        // Per-service statistics over every attempt that got an answer or was
+        // delayed; NAT views of one connection count once.
         let mut services: BTreeMap<String, ServiceStats> = BTreeMap::new();
-        for a in &self.attempts {
+        for (i, a) in self.attempts.iter().enumerate() {
             if !(a.answered() || a.delayed()) {
                 continue;
             }
-            let Some((_, server)) = self.server_of(a, ctx) else { continue };
-            let st = services.entry(sock(server)).or_default();
+            let Some(Some(key)) = server_keys.get(i) else {
+                continue;
+            };
+            let twins = same_isn(i);
+            if twins.iter().any(|&j| {
+                let b = self.attempts.get(j);
+                // Keep the delayed view; between equals keep the first.
+                b.is_some_and(|b| {
+                    (b.delayed() && !a.delayed()) || (b.delayed() == a.delayed() && j < i)
+                })
+            }) {
+                continue;
+            }
+            let st = services.entry(key.clone()).or_default();
             st.connections += 1;
             if a.delayed() && !a.refused_at_once() {
                 st.delayed += 1;
@@ -311,21 +455,30 @@ impl Detector for SynRetransmit {
             }
         }
         let mut out = Vec::new();
-        for a in &self.attempts {
+        for (i, a) in self.attempts.iter().enumerate() {
             if !a.delayed() || a.refused_at_once() {
                 continue;
             }
-            let Some(first) = a.syns.first() else { continue };
+            let twins: Vec<&Attempt> = same_isn(i)
+                .into_iter()
+                .filter_map(|j| self.attempts.get(j))
+                .collect();
+            let Some(first) = a.syns.first() else {
+                continue;
+            };
             let ends = self.server_of(a, ctx);
             let service = ends.map(|(_, s)| sock(s)).unwrap_or_default();
             let client = ends.map(|(c, _)| sock(c)).unwrap_or_default();
             let st = services.get(&service);
             let (svc_conn, svc_delayed) = st.map_or((0, 0), |s| (s.connections, s.delayed));
             let race = st.is_some_and(|s| {
-                s.connections >= 4 && s.delayed >= 1 && s.delayed * 2 < s.connections && s.race_sized == s.delayed
+                s.connections >= 4
+                    && s.delayed >= 1
+                    && s.delayed * 2 < s.connections
+                    && s.race_sized == s.delayed
             });
             let gaps = a.gaps_ns();
-            let ladder = ladder_for(&gaps);
+            let (ladder, ladder_short) = ladder_for(&gaps);
             let delay_ns = a.delay_ns();
             let connected = a.connected();
             let refused = a.rst.is_some() && !connected;
@@ -336,26 +489,43 @@ impl Detector for SynRetransmit {
             } else {
                 format!("the SYN/ACK was sent {} times", a.synack_retransmits + 1)
             };
-            let ladder_txt = if ladder == "unrecognised" { "an unrecognised retry schedule".to_string() } else { ladder.to_string() };
             let mut summary = if connected {
                 format!(
-                    "Connection {client} -> {service} was set up {:.1} ms late: {what} (gaps {}; {ladder_txt}), so the first SYN or its SYN/ACK was lost.",
+                    "Connection {client} -> {service} was set up {:.1} ms late: {what} {} ({ladder_short}), so the first SYN or its SYN/ACK was lost.",
                     ns_to_ms(delay_ns),
                     fmt_gaps(&gaps)
                 )
             } else if refused {
                 format!(
-                    "Connection {client} -> {service} was refused (RST) only after {what} over {:.1} ms (gaps {}; {ladder_txt}).",
+                    "Connection {client} -> {service} was refused (RST) only after {what} over {:.1} ms {} ({ladder_short}).",
                     ns_to_ms(delay_ns),
                     fmt_gaps(&gaps)
                 )
             } else {
                 format!(
-                    "Connection {client} -> {service} was never answered: {what} over {:.1} ms (gaps {}; {ladder_txt}) and no SYN/ACK was captured.",
+                    "Connection {client} -> {service} was never answered: {what} over {:.1} ms {} ({ladder_short}) and no SYN/ACK was captured.",
                     ns_to_ms(delay_ns),
                     fmt_gaps(&gaps)
                 )
             };
+            // The same SYN seen in another stream (after NAT) only from a retry on:
+            // the first SYN died inside the host, between the capture points.
+            let nat_view = twins.iter().find(|b| {
+                b.syns
+                    .first()
+                    .zip(a.syns.get(1))
+                    .is_some_and(|(bf, second)| bf.ts.0 >= second.ts.0 - SAME_ISN_WINDOW_NS)
+            });
+            if let Some(b) = nat_view {
+                let other = self
+                    .server_of(b, ctx)
+                    .map(|(c, _)| sock(c))
+                    .unwrap_or_default();
+                summary.push_str(&format!(
+                    " The same SYN (ISN {}) appears as {other} (tcp.stream {}) only from the retry on: the first SYN was dropped inside this host, between the capture points (NAT/conntrack).",
+                    a.isn.0, b.stream
+                ));
+            }
             if race {
                 summary.push_str(&format!(
                     " {svc_delayed} of {svc_conn} connections to {service} were delayed by ~1 s or ~3 s while the rest connected at once: the shape of the SNAT/conntrack insert race (seed 002)."
@@ -368,12 +538,29 @@ impl Detector for SynRetransmit {
             } else {
                 "Check that the server is reachable and listening and that no firewall silently drops the SYN (capture on the server side and on each hop)."
             };
-            let severity = if connected || refused { Severity::Warning } else { Severity::Error };
+            let severity = if connected || refused {
+                Severity::Warning
+            } else {
+                Severity::Error
+            };
 
-            let mut frames: Vec<u64> = a.syns.iter().chain(a.synacks.iter()).map(|t| t.frame).collect();
+            let mut frames: Vec<u64> = a
+                .syns
+                .iter()
+                .chain(a.synacks.iter())
+                .map(|t| t.frame)
+                .collect();
             frames.extend(a.rst.iter().map(|t| t.frame));
             frames.extend(a.handshake_ack.iter().map(|t| t.frame));
-            let all_ts: Vec<i64> = a.syns.iter().chain(a.synacks.iter()).chain(a.rst.iter()).chain(a.handshake_ack.iter()).map(|t| t.ts.0).collect();
+            frames.extend(nat_view.iter().flat_map(|b| b.syns.iter().map(|t| t.frame)));
+            let all_ts: Vec<i64> = a
+                .syns
+                .iter()
+                .chain(a.synacks.iter())
+                .chain(a.rst.iter())
+                .chain(a.handshake_ack.iter())
+                .map(|t| t.ts.0)
+                .collect();
             let start = all_ts.iter().copied().min().unwrap_or(first.ts.0);
             let end = all_ts.iter().copied().max().unwrap_or(first.ts.0);
 
@@ -381,8 +568,14 @@ impl Detector for SynRetransmit {
             ev.insert("delay_ms".into(), json!(ns_to_ms(delay_ns)));
             ev.insert("syn_count".into(), json!(a.syns.len()));
             ev.insert("synack_retransmits".into(), json!(a.synack_retransmits));
-            ev.insert("gaps_ms".into(), Value::Array(gaps.iter().map(|&g| json!(ns_to_ms(g))).collect()));
-            ev.insert("rto_ms".into(), rto_ns.map_or(Value::Null, |r| json!(ns_to_ms(r))));
+            ev.insert(
+                "gaps_ms".into(),
+                Value::Array(gaps.iter().map(|&g| json!(ns_to_ms(g))).collect()),
+            );
+            ev.insert(
+                "rto_ms".into(),
+                rto_ns.map_or(Value::Null, |r| json!(ns_to_ms(r))),
+            );
             ev.insert("ladder".into(), json!(ladder));
             ev.insert("connected".into(), json!(connected));
             ev.insert("refused".into(), json!(refused));
@@ -391,6 +584,14 @@ impl Detector for SynRetransmit {
             ev.insert("service_connections".into(), json!(svc_conn));
             ev.insert("service_delayed".into(), json!(svc_delayed));
             ev.insert("conntrack_race_shape".into(), json!(race));
+            ev.insert(
+                "same_isn_streams".into(),
+                json!(twins.iter().map(|b| b.stream).collect::<Vec<_>>()),
+            );
+            ev.insert(
+                "dropped_between_capture_points".into(),
+                json!(nat_view.is_some()),
+            );
             out.push(Finding::new(
                 ID,
                 severity,
@@ -409,8 +610,14 @@ impl Detector for SynRetransmit {
 }
 
 fn fmt_gaps(gaps: &[i64]) -> String {
-    let parts: Vec<String> = gaps.iter().map(|&g| format!("{:.0} ms", ns_to_ms(g))).collect();
-    parts.join(", ")
+    let parts: Vec<String> = gaps
+        .iter()
+        .map(|&g| format!("{:.0}", ns_to_ms(g)))
+        .collect();
+    match parts.as_slice() {
+        [one] => format!("{one} ms apart"),
+        _ => format!("at gaps of {} ms", parts.join(", ")),
+    }
 }
 
 #[cfg(test)]

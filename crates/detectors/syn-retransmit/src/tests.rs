@@ -23,21 +23,40 @@ struct Cap {
 
 impl Cap {
     fn new() -> Self {
-        Cap { events: Vec::new(), frame: 0 }
+        Cap {
+            events: Vec::new(),
+            frame: 0,
+        }
     }
     fn flow(&mut self, stream: u64, cport: u16, server: &str, sport: u16) {
         self.frame += 1;
         self.events.push(FlowEvent::FlowStarted(FlowStarted {
             stream,
-            client: Endpoint { addr: "192.0.2.10".parse().unwrap(), port: cport },
-            server: Endpoint { addr: server.parse().unwrap(), port: sport },
+            client: Endpoint {
+                addr: "192.0.2.10".parse().unwrap(),
+                port: cport,
+            },
+            server: Endpoint {
+                addr: server.parse().unwrap(),
+                port: sport,
+            },
             frame: self.frame,
             ts: Timestamp(T0),
         }));
         self.frame -= 1;
     }
+    #[allow(clippy::too_many_arguments)] // a test builder: one argument per header field
     /// One segment; `dup` marks another sighting of frame `dup`. Returns its frame number.
-    fn seg(&mut self, stream: u64, dir: Direction, ms: f64, flags: u16, seq: u32, ack: u32, dup: Option<u64>) -> u64 {
+    fn seg(
+        &mut self,
+        stream: u64,
+        dir: Direction,
+        ms: f64,
+        flags: u16,
+        seq: u32,
+        ack: u32,
+        dup: Option<u64>,
+    ) -> u64 {
         self.frame += 1;
         let ts = Timestamp(T0 + (ms * 1e6) as i64);
         self.events.push(FlowEvent::Segment(SegmentEvent {
@@ -71,15 +90,31 @@ impl Cap {
         self.frame
     }
     /// A handshake whose client SYNs leave at `syn_ms` and that is answered at `answer_ms` (None: never).
-    fn connect(&mut self, stream: u64, cport: u16, syn_ms: &[f64], answer_ms: Option<f64>) -> Vec<u64> {
+    fn connect(
+        &mut self,
+        stream: u64,
+        cport: u16,
+        syn_ms: &[f64],
+        answer_ms: Option<f64>,
+    ) -> Vec<u64> {
         self.flow(stream, cport, "198.51.100.10", 8080);
+        // Every connection has its own ISN (the first one crosses the 2^32 wrap).
+        let isn = CISN.wrapping_add((stream as u32).wrapping_mul(7_919_000));
         let mut frames = Vec::new();
         for &t in syn_ms {
-            frames.push(self.seg(stream, C2S, t, SYN, CISN, 0, None));
+            frames.push(self.seg(stream, C2S, t, SYN, isn, 0, None));
         }
         if let Some(t) = answer_ms {
-            frames.push(self.seg(stream, S2C, t, SYNACK, SISN, CISN.wrapping_add(1), None));
-            self.seg(stream, C2S, t + 0.1, ACK, CISN.wrapping_add(1), SISN.wrapping_add(1), None);
+            frames.push(self.seg(stream, S2C, t, SYNACK, SISN, isn.wrapping_add(1), None));
+            self.seg(
+                stream,
+                C2S,
+                t + 0.1,
+                ACK,
+                isn.wrapping_add(1),
+                SISN.wrapping_add(1),
+                None,
+            );
         }
         frames
     }
@@ -97,7 +132,9 @@ impl Cap {
 }
 
 fn ev<'a>(f: &'a Finding, k: &str) -> &'a Value {
-    f.evidence.get(k).unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
+    f.evidence
+        .get(k)
+        .unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
 }
 
 #[test]
@@ -110,13 +147,25 @@ fn one_retry_then_connected_is_a_warning_with_delay_and_ladder() {
     assert_eq!(f.severity, Severity::Warning);
     assert_eq!(f.detector, ID);
     assert_eq!(f.tcp_stream, Some(0));
-    assert!(frames.iter().all(|fr| f.frames.contains(fr)), "{:?} ⊄ {:?}", frames, f.frames);
+    assert!(
+        frames.iter().all(|fr| f.frames.contains(fr)),
+        "{:?} ⊄ {:?}",
+        frames,
+        f.frames
+    );
     assert_eq!(ev(f, "delay_ms"), &json!(1016.886));
     assert_eq!(ev(f, "syn_count"), &json!(2));
     assert_eq!(ev(f, "connected"), &json!(true));
     assert_eq!(ev(f, "gaps_ms"), &json!([1016.801]));
     assert_eq!(ev(f, "rto_ms"), &json!(1016.801));
-    assert!(ev(f, "ladder").as_str().unwrap().contains("1 s initial RTO"), "{}", ev(f, "ladder"));
+    assert!(
+        ev(f, "ladder")
+            .as_str()
+            .unwrap()
+            .contains("1 s initial RTO"),
+        "{}",
+        ev(f, "ladder")
+    );
     assert_eq!(f.flow.as_ref().map(|r| r.client_port), Some(41001));
     assert!(f.summary.contains("1016.9 ms late"), "{}", f.summary);
 }
@@ -124,13 +173,23 @@ fn one_retry_then_connected_is_a_warning_with_delay_and_ladder() {
 #[test]
 fn ladders_are_told_apart() {
     let s = 1_000_000_000i64;
-    assert!(ladder_for(&[1_019_705_000, 2_016_064_000]).starts_with("Linux classic"));
-    assert!(ladder_for(&[1_030_000_000, 2_016_000_000, 4_255_985_000]).starts_with("Linux classic"));
-    assert!(ladder_for(&[s + 20_000_000, s + 12_000_000, s + 9_000_000]).starts_with("Linux >= 6.5"));
-    assert!(ladder_for(&[3 * s + 10_000_000]).starts_with("3 s initial RTO (Windows"));
-    assert!(ladder_for(&[3 * s, 6 * s, 12 * s]).starts_with("3 s initial RTO doubling"));
-    assert_eq!(ladder_for(&[1_500_000_000]), "unrecognised");
-    assert_eq!(ladder_for(&[]), "none");
+    assert!(ladder_for(&[1_019_705_000, 2_016_064_000])
+        .0
+        .starts_with("Linux classic"));
+    assert!(ladder_for(&[1_030_000_000, 2_016_000_000, 4_255_985_000])
+        .0
+        .starts_with("Linux classic"));
+    assert!(ladder_for(&[s + 20_000_000, s + 12_000_000, s + 9_000_000])
+        .0
+        .starts_with("Linux >= 6.5"));
+    assert!(ladder_for(&[3 * s + 10_000_000])
+        .0
+        .starts_with("3 s initial RTO (Windows"));
+    assert!(ladder_for(&[3 * s, 6 * s, 12 * s])
+        .0
+        .starts_with("3 s initial RTO doubling"));
+    assert_eq!(ladder_for(&[1_500_000_000]).0, "unrecognised");
+    assert_eq!(ladder_for(&[]).0, "none");
 }
 
 #[test]
@@ -141,7 +200,15 @@ fn duplicate_sightings_are_not_retransmissions() {
     c.seg(0, C2S, 0.0, SYN, CISN, 0, Some(first));
     let sa = c.seg(0, S2C, 0.05, SYNACK, SISN, CISN.wrapping_add(1), None);
     c.seg(0, S2C, 0.05, SYNACK, SISN, CISN.wrapping_add(1), Some(sa));
-    c.seg(0, C2S, 0.1, ACK, CISN.wrapping_add(1), SISN.wrapping_add(1), None);
+    c.seg(
+        0,
+        C2S,
+        0.1,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
     assert!(c.run().is_empty());
 }
 
@@ -174,7 +241,10 @@ fn never_answered_is_an_error_with_classic_ladder() {
     assert_eq!(ev(f, "connected"), &json!(false));
     assert_eq!(ev(f, "syn_count"), &json!(4));
     assert_eq!(ev(f, "delay_ms"), &json!(7302.0));
-    assert!(ev(f, "ladder").as_str().unwrap().starts_with("Linux classic"));
+    assert!(ev(f, "ladder")
+        .as_str()
+        .unwrap()
+        .starts_with("Linux classic"));
 }
 
 #[test]
@@ -185,7 +255,15 @@ fn lost_synack_counts_server_retransmission_and_delay_to_acked_synack() {
     c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
     let retx = c.seg(0, C2S, 1010.916, SYN, CISN, 0, None);
     c.seg(0, S2C, 1011.005, SYNACK, SISN, CISN.wrapping_add(1), None);
-    c.seg(0, C2S, 1011.05, ACK, CISN.wrapping_add(1), SISN.wrapping_add(1), None);
+    c.seg(
+        0,
+        C2S,
+        1011.05,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
     c.seg(0, S2C, 1011.077, SYNACK, SISN, CISN.wrapping_add(1), None);
     let out = c.run();
     assert_eq!(out.len(), 1);
@@ -231,5 +309,44 @@ fn conntrack_race_shape_on_a_minority_delayed_by_one_or_three_seconds() {
     c.connect(4, 31000, &[0.0], Some(0.05));
     let out = c.run();
     assert_eq!(out.len(), 4);
-    assert!(out.iter().all(|f| ev(f, "conntrack_race_shape") == &json!(false)));
+    assert!(out
+        .iter()
+        .all(|f| ev(f, "conntrack_race_shape") == &json!(false)));
+}
+
+#[test]
+fn seed_002_views_before_and_after_snat_are_one_connection() {
+    // Container view (veth + cni0 duplicates) and the eth0 view after SNAT to a new port.
+    let mut c = Cap::new();
+    for i in 0..8u64 {
+        let t = i as f64 * 10.0;
+        c.connect(i, 30000 + i as u16, &[t], Some(t + 0.05));
+    }
+    c.flow(8, 38050, "198.51.100.10", 8080);
+    let s1 = c.seg(8, C2S, 100.0, SYN, 1424677299, 0, None);
+    c.seg(8, C2S, 100.0, SYN, 1424677299, 0, Some(s1));
+    let s2 = c.seg(8, C2S, 1097.872, SYN, 1424677299, 0, None);
+    c.seg(8, C2S, 1097.872, SYN, 1424677299, 0, Some(s2));
+    c.flow(9, 10011, "198.51.100.10", 8080);
+    let nat = c.seg(9, C2S, 1097.924, SYN, 1424677299, 0, None);
+    c.seg(9, S2C, 1097.983, SYNACK, SISN, 1424677300, None);
+    c.seg(8, S2C, 1097.998, SYNACK, SISN, 1424677300, None);
+    c.seg(8, C2S, 1098.1, ACK, 1424677300, SISN.wrapping_add(1), None);
+    let out = c.run();
+    assert_eq!(out.len(), 1, "{out:?}");
+    let f = &out[0];
+    assert_eq!(f.tcp_stream, Some(8));
+    assert_eq!(ev(f, "syn_count"), &json!(2));
+    assert_eq!(ev(f, "duplicate_sightings"), &json!(2));
+    assert_eq!(ev(f, "same_isn_streams"), &json!([9]));
+    assert_eq!(ev(f, "dropped_between_capture_points"), &json!(true));
+    assert!(f.frames.contains(&nat));
+    // 9 connections (the NAT view counts once), 1 delayed by ~1 s: the race shape.
+    assert_eq!(ev(f, "service_connections"), &json!(9));
+    assert_eq!(ev(f, "conntrack_race_shape"), &json!(true));
+    assert!(
+        f.summary.contains("dropped inside this host"),
+        "{}",
+        f.summary
+    );
 }

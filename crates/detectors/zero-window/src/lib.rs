@@ -147,8 +147,10 @@ fn is_probe(seg: &SegmentEvent) -> bool {
         || a.keep_alive
         || w.zero_window_probe
         || w.keep_alive
-        || seg.payload_len > 0
-        || (seg.rel_seq == seg.snd_una - 1)
+        // Data re-sent into the closed window (RTO retransmission) probes too;
+        // new data that was already in flight when the window closed does not.
+        || (seg.payload_len > 0 && (a.retransmission || w.retransmission))
+        || (seg.payload_len <= 1 && seg.rel_seq == seg.snd_una - 1)
 }
 
 impl ZeroWindow {
@@ -376,11 +378,20 @@ impl Detector for ZeroWindow {
             };
             let ending = if still_closed {
                 "; the window was still closed when the capture ended"
-            } else {
+            } else if probes > 0 {
                 " until the window reopened"
+            } else {
+                ""
+            };
+            let probe_txt = match (probes, data_retx) {
+                (0, _) => format!("; the {srole} did not need to probe"),
+                (p, 0) => format!(" and the {srole} sent {p} zero-window probe(s){gaps_txt}"),
+                (p, d) => format!(
+                    " and the {srole} probed it {p} time(s){gaps_txt}, {d} of them by re-sending data into the closed window"
+                ),
             };
             let summary = format!(
-                "The {rrole} {raddr} advertised a zero receive window {times} ({} ms in all, longest {} ms) and the {srole} sent {probes} zero-window probe(s){gaps_txt}{ending}: ordinary flow control, the receiving application was not reading.",
+                "The {rrole} {raddr} advertised a zero receive window {times} ({} ms in all, longest {} ms){probe_txt}{ending}: ordinary flow control, its application read slower than data arrived.",
                 fmt_ms(st.total_ns),
                 fmt_ms(longest)
             );

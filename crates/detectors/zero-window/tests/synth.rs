@@ -11,6 +11,8 @@ fn persist_episode(s: &mut Script) -> (u64, Vec<u64>, u64) {
     s.seg(C2S, 0.0, 1, 1000, 1, 65536);
     s.seg(S2C, 0.1, 1, 0, 1001, 11574);
     let zw = s.seg(S2C, 1.0, 1, 0, 1001, 0);
+    // New data already in flight when the window closed: not a probe.
+    s.seg(C2S, 1.01, 1001, 100, 1, 65536);
     let mut probes = Vec::new();
     let mut t = 1.0;
     for gap in [200.0, 400.0, 800.0] {

@@ -157,7 +157,11 @@ fn to_analysis(ta: &Ta) -> SegmentAnalysis {
         lost_segment: has(A_LOST_PACKET),
         ack_lost_segment: has(A_ACK_LOST_PACKET),
         duplicate_ack: has(A_DUPLICATE_ACK),
-        duplicate_ack_num: if has(A_DUPLICATE_ACK) { ta.dupack_num } else { 0 },
+        duplicate_ack_num: if has(A_DUPLICATE_ACK) {
+            ta.dupack_num
+        } else {
+            0
+        },
         zero_window: has(A_ZERO_WINDOW),
         zero_window_probe: has(A_ZERO_WINDOW_PROBE),
         zero_window_probe_ack: has(A_ZERO_WINDOW_PROBE_ACK),
@@ -184,7 +188,10 @@ impl StreamAnalyzer {
     /// first segment gets Wireshark's `tcp.analysis.reused_ports`
     /// (`TCP_A_REUSED_PORTS`, set in `dissect_tcp`).
     pub fn new_after_port_reuse() -> Self {
-        StreamAnalyzer { pending_reused_ports: true, ..Self::default() }
+        StreamAnalyzer {
+            pending_reused_ports: true,
+            ..Self::default()
+        }
     }
 
     /// Wireshark's rule for opening a new conversation (`tcp.stream`) on a
@@ -193,8 +200,13 @@ impl StreamAnalyzer {
     /// side. The flow table should then start a new stream and feed the SYN
     /// to a fresh analyzer with [`SegmentInput::new_stream_on_syn`] set
     /// (or create it with [`Self::new_after_port_reuse`]).
-    pub fn syn_opens_new_stream(&self, dir: Direction, seg: &pcapsleuth_decode::TcpSegment<'_>) -> bool {
-        self.ws.syn_opens_new_conversation(dir_index(dir), seg.flags.0, seg.seq.0)
+    pub fn syn_opens_new_stream(
+        &self,
+        dir: Direction,
+        seg: &pcapsleuth_decode::TcpSegment<'_>,
+    ) -> bool {
+        self.ws
+            .syn_opens_new_conversation(dir_index(dir), seg.flags.0, seg.seq.0)
     }
 
     /// The window scale shift Wireshark applies to segments sent by `dir`:
@@ -209,14 +221,35 @@ impl StreamAnalyzer {
     }
 
     /// Classify one segment (in frame order) and update the stream state.
+    ///
+    /// A pure SYN whose TCP header does not parse (options flagged malformed,
+    /// no payload, nothing captured after the header — typically a header
+    /// longer than the IP payload) gets no flags and changes no state:
+    /// Wireshark skips the analysis when the reported length is below the
+    /// header length (`dissect_tcp`, "Short segment") and its option dissector
+    /// throws before anything is printed. Heuristic: the segment does not say
+    /// how long the IP payload was, so other malformed-option segments (whose
+    /// headers usually fit) are analysed normally.
     pub fn on_segment(&mut self, input: &SegmentInput<'_>) -> SegmentVerdict {
+        let s = input.seg;
+        if s.options.malformed
+            && s.payload_len == 0
+            && s.payload.is_empty()
+            && s.flags.syn()
+            && !s.flags.ack()
+        {
+            self.pending_reused_ports = false;
+            return SegmentVerdict::default();
+        }
         let reused = std::mem::take(&mut self.pending_reused_ports) || input.new_stream_on_syn;
         let ws_ta = self.ws.on_segment(&raw_seg(input, reused, false));
         let wireshark = to_analysis(&ws_ta);
         let mut v = SegmentVerdict {
             wireshark,
-            wireshark_dup_ack_frame: (ws_ta.flags & wireshark::A_DUPLICATE_ACK != 0).then_some(ws_ta.dupack_frame),
-            wireshark_ack_rtt_ns: (ws_ta.frame_acked != 0 && ws_ta.ack_rtt_ns != 0).then_some(ws_ta.ack_rtt_ns),
+            wireshark_dup_ack_frame: (ws_ta.flags & wireshark::A_DUPLICATE_ACK != 0)
+                .then_some(ws_ta.dupack_frame),
+            wireshark_ack_rtt_ns: (ws_ta.frame_acked != 0 && ws_ta.ack_rtt_ns != 0)
+                .then_some(ws_ta.ack_rtt_ns),
             wireshark_bytes_in_flight: nonzero(ws_ta.bytes_in_flight),
             ..SegmentVerdict::default()
         };
@@ -235,11 +268,19 @@ impl StreamAnalyzer {
         v.bytes_in_flight = nonzero(ours_ta.bytes_in_flight);
         v.dup_ack_frame = v.analysis.duplicate_ack.then_some(ours_ta.dupack_frame);
 
-        let s = input.seg;
         let d = dir_index(input.dir);
         let ts = input.ts.as_ns();
-        let span = s.payload_len.saturating_add(u32::from(s.flags.syn())).saturating_add(u32::from(s.flags.fin()));
-        let since = self.history.on_sent(&Sent { dir: d, seq: s.seq, span, ts, frame: input.frame });
+        let span = s
+            .payload_len
+            .saturating_add(u32::from(s.flags.syn()))
+            .saturating_add(u32::from(s.flags.fin()));
+        let since = self.history.on_sent(&Sent {
+            dir: d,
+            seq: s.seq,
+            span,
+            ts,
+            frame: input.frame,
+        });
         if v.analysis.retransmission {
             v.since_first_tx_ns = since;
         }
@@ -250,7 +291,8 @@ impl StreamAnalyzer {
         if self.recent.len() >= RECENT_VERDICTS {
             self.recent.pop_front();
         }
-        self.recent.push_back((input.frame, v.analysis, v.bytes_in_flight));
+        self.recent
+            .push_back((input.frame, v.analysis, v.bytes_in_flight));
         v
     }
 }

@@ -249,7 +249,11 @@ impl Machine {
         {
             let f = &mut self.flows[d];
             if !f.base_seq_set {
-                f.base_seq = if s.flags & TH_SYN != 0 { s.seq } else { s.seq.wrapping_sub(1) };
+                f.base_seq = if s.flags & TH_SYN != 0 {
+                    s.seq
+                } else {
+                    s.seq.wrapping_sub(1)
+                };
                 f.base_seq_set = true;
             }
             let rv = &mut self.flows[r];
@@ -341,7 +345,10 @@ impl Machine {
                 fwd.valid_bif = false;
             }
             // KEEP ALIVE
-            if seglen <= 1 && seq == fwd.nextseq.wrapping_sub(1) && flags & (TH_SYN | TH_FIN | TH_RST) == 0 {
+            if seglen <= 1
+                && seq == fwd.nextseq.wrapping_sub(1)
+                && flags & (TH_SYN | TH_FIN | TH_RST) == 0
+            {
                 ta.flags |= A_KEEP_ALIVE;
             }
             // WINDOW UPDATE
@@ -356,7 +363,11 @@ impl Machine {
             }
             // WINDOW FULL
             if seglen > 0 && rev.win_scale != -1 && flags & (TH_SYN | TH_FIN | TH_RST) == 0 {
-                let shift = if rev.is_first_ack || rev.win_scale == -2 { 0 } else { rev.win_scale as u32 };
+                let shift = if rev.is_first_ack || rev.win_scale == -2 {
+                    0
+                } else {
+                    rev.win_scale as u32
+                };
                 let edge = rev.lastack.wrapping_add(rev.window.wrapping_shl(shift));
                 if seq.wrapping_add(seglen) == edge {
                     ta.flags |= A_WINDOW_FULL;
@@ -379,7 +390,11 @@ impl Machine {
             }
             // DUPLICATE ACK
             if repeats && window != 0 {
-                fwd.dupacknum = if fwd.dupacknum == u32::MAX { 1 } else { fwd.dupacknum.wrapping_add(1) };
+                fwd.dupacknum = if fwd.dupacknum == u32::MAX {
+                    1
+                } else {
+                    fwd.dupacknum.wrapping_add(1)
+                };
                 ta.flags |= A_DUPLICATE_ACK;
                 ta.dupack_num = fwd.dupacknum;
                 ta.dupack_frame = fwd.lastnondupack;
@@ -429,9 +444,16 @@ impl Machine {
             }
             // Out of order: within the first RTT (or 3 ms) of the highest segment.
             let t = delta_u64(s.ts, fwd.nextseqtime);
-            let ooo_thres: u64 = if self.ts_first_rtt == 0 { 3_000_000 } else { self.ts_first_rtt as u64 };
+            let ooo_thres: u64 = if self.ts_first_rtt == 0 {
+                3_000_000
+            } else {
+                self.ts_first_rtt as u64
+            };
             let syn_fin = u32::from(flags & (TH_SYN | TH_FIN) != 0);
-            if seq_not_advanced && t < ooo_thres && fwd.nextseq != seq.wrapping_add(seglen).wrapping_add(syn_fin) {
+            if seq_not_advanced
+                && t < ooo_thres
+                && fwd.nextseq != seq.wrapping_add(seglen).wrapping_add(syn_fin)
+            {
                 ta.flags |= A_OUT_OF_ORDER;
                 break 'finished_checking;
             }
@@ -448,11 +470,18 @@ impl Machine {
 
         // finished_checking_retransmission_type:
         let mut nextseq = seq.wrapping_add(seglen);
-        if (seglen != 0 || flags & (TH_SYN | TH_FIN) != 0) && fwd.segments.len() < MAX_UNACKED_SEGMENTS {
+        if (seglen != 0 || flags & (TH_SYN | TH_FIN) != 0)
+            && fwd.segments.len() < MAX_UNACKED_SEGMENTS
+        {
             if flags & (TH_SYN | TH_FIN) != 0 {
                 nextseq = nextseq.wrapping_add(1);
             }
-            fwd.segments.push(Unacked { frame: s.frame, seq, nextseq, ts: s.ts });
+            fwd.segments.push(Unacked {
+                frame: s.frame,
+                seq,
+                nextseq,
+                ts: s.ts,
+            });
         }
         let zwp = ta.flags & A_ZERO_WINDOW_PROBE != 0;
         if (gt_seq(nextseq, fwd.nextseq) || fwd.nextseq == 0) && !zwp {
