@@ -25,7 +25,7 @@ pub fn dump_streams(
             ts: frame.ts,
             interface: frame.interface,
         };
-        let decoded = decoder.decode(frame.linktype.0, frame.data);
+        let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
         events.clear();
         let info = flows.on_packet(&meta, &decoded, &mut events);
         out.push((frame.number, info.stream));

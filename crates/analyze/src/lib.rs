@@ -91,7 +91,7 @@ fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureRep
         report.last_ts_ns = frame.ts.0;
         report.packets = frame.number;
         let meta = PacketMeta { frame: frame.number, ts: frame.ts, interface: frame.interface };
-        let decoded = decoder.decode(frame.linktype.0, frame.data);
+        let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
         events.clear();
         let info = flows.on_packet(&meta, &decoded, &mut events);
         for ev in &events {

@@ -82,6 +82,10 @@ fn flag_values(a: &SegmentAnalysis) -> [u32; NFIELDS] {
     ]
 }
 
+/// tshark's verdict per frame: flag values and the frame's single `tcp.stream`
+/// (`None` when several TCP layers were dissected).
+type TsharkFrames = HashMap<u64, ([u32; NFIELDS], Option<u64>)>;
+
 /// Per-flag counts: [both, tshark only, ours only].
 type Counts = [[u64; 3]; NFIELDS];
 
@@ -100,11 +104,7 @@ struct Outcome {
 }
 
 /// tshark's values per frame (frame → flag values), frames with no TCP omitted.
-fn tshark_analysis(
-    shared: &Path,
-    rel: &str,
-    limit: Option<u64>,
-) -> Result<HashMap<u64, ([u32; NFIELDS], Option<u64>)>, String> {
+fn tshark_analysis(shared: &Path, rel: &str, limit: Option<u64>) -> Result<TsharkFrames, String> {
     let cache = std::env::var("PCAPSLEUTH_TSHARK_CACHE")
         .ok()
         .map(|d| Path::new(&d).join(format!("{}.analysis.tsv", rel.replace('/', "_"))));
@@ -173,7 +173,7 @@ fn tshark_analysis(
 /// source endpoint, every decoded TCP segment fed to its stream's analyzer.
 fn direct_rows(
     path: &Path,
-    streams: &HashMap<u64, ([u32; NFIELDS], Option<u64>)>,
+    streams: &TsharkFrames,
     limit: Option<u64>,
 ) -> Result<Vec<AnalysisRow>, String> {
     let mut reader = CaptureReader::open(path).map_err(|e| e.to_string())?;
@@ -375,7 +375,7 @@ fn tcp_analysis_matches_tshark() {
     let only = std::env::var("PCAPSLEUTH_ANALYSIS_ONLY").ok();
     let rels: Vec<String> = rels
         .into_iter()
-        .filter(|r| only.as_ref().map_or(true, |o| r.contains(o.as_str())))
+        .filter(|r| only.as_ref().is_none_or(|o| r.contains(o.as_str())))
         .collect();
     let direct = std::env::var_os("PCAPSLEUTH_ANALYSIS_DIRECT").is_some();
 
@@ -413,9 +413,9 @@ fn tcp_analysis_matches_tshark() {
                 o.examples.join("; ")
             );
         }
-        for i in 0..NFIELDS {
-            for k in 0..3 {
-                total[i][k] += o.counts[i][k];
+        for (t, c) in total.iter_mut().zip(o.counts.iter()) {
+            for (a, b) in t.iter_mut().zip(c.iter()) {
+                *a += b;
             }
         }
     }
@@ -427,12 +427,11 @@ fn tcp_analysis_matches_tshark() {
     );
     let _ = writeln!(table, "|---|---:|---:|---:|---:|---:|");
     let mut failures = Vec::new();
-    for i in 0..NFIELDS {
+    for (i, &[both, t_only, u_only]) in total.iter().enumerate() {
         let name = FLAGS
             .get(i)
             .copied()
             .unwrap_or("duplicate_ack_num (by value)");
-        let [both, t_only, u_only] = total[i];
         let (tc, uc) = (both + t_only, both + u_only);
         let (a, b) = (pct(both, tc), pct(both, uc));
         let _ = writeln!(

@@ -30,24 +30,72 @@ enum Why {
 /// (path relative to shared/, mismatching frames, why).
 const ALLOWED: &[(&str, usize, Why)] = &[
     // sFlow samples: Wireshark dissects the sampled headers' TCP and takes stream ids.
-    ("captures/OISF__suricata-verify/tests/filestore-5408/input.pcap", 27, Why::Deliberate),
+    (
+        "captures/OISF__suricata-verify/tests/filestore-5408/input.pcap",
+        27,
+        Why::Deliberate,
+    ),
     // SOCKS dissector (`packet-socks.c`) creates a TCP conversation data block: stream id 2 is never on the wire.
-    ("captures/ntop__nDPI/tests/cfgs/default/pcap/tls_heur__vmess-tcp.pcapng", 37, Why::Deliberate),
+    (
+        "captures/ntop__nDPI/tests/cfgs/default/pcap/tls_heur__vmess-tcp.pcapng",
+        37,
+        Why::Deliberate,
+    ),
     // VNC dissector (`packet-vnc.c`) calls conversation_new on the live 5-tuple: a new stream mid-connection.
-    ("captures/ntop__nDPI/tests/cfgs/default/pcap/vnc.pcap", 4547, Why::Deliberate),
+    (
+        "captures/ntop__nDPI/tests/cfgs/default/pcap/vnc.pcap",
+        4547,
+        Why::Deliberate,
+    ),
     // tshark cannot read link type 281 (Broadcom tag) and prints nothing.
-    ("captures/the-tcpdump-group__libpcap/tests/filter/brcm-tag-stp.pcap", 4, Why::Deliberate),
+    (
+        "captures/the-tcpdump-group__libpcap/tests/filter/brcm-tag-stp.pcap",
+        4,
+        Why::Deliberate,
+    ),
     // decode: IPv4 LSRR/SSRR option: Wireshark uses the route's final destination as ip.dst.
-    ("captures/OISF__suricata-verify/tests/detect-ipopts/input.pcap", 2, Why::Pending),
+    (
+        "captures/OISF__suricata-verify/tests/detect-ipopts/input.pcap",
+        2,
+        Why::Pending,
+    ),
     // decode: reassembled garbage fragments / TCP data offset < 5 still get a stream in Wireshark.
-    ("captures/ntop__nDPI/tests/cfgs/default/pcap/ip_fragmented_garbage.pcap", 4, Why::Pending),
-    ("captures/ntop__nDPI/tests/cfgs/default/pcap/reasm_crash_anon.pcapng", 1, Why::Pending),
+    (
+        "captures/ntop__nDPI/tests/cfgs/default/pcap/ip_fragmented_garbage.pcap",
+        4,
+        Why::Pending,
+    ),
+    (
+        "captures/ntop__nDPI/tests/cfgs/default/pcap/reasm_crash_anon.pcapng",
+        1,
+        Why::Pending,
+    ),
     // ingest: frame numbering / unreadable pcapng variants.
-    ("captures/google__gopacket/pcapgo/tests/be/test202.pcapng", 11, Why::Pending),
-    ("captures/google__gopacket/pcapgo/tests/le/test202.pcapng", 11, Why::Pending),
-    ("captures/rusticata__pcap-parser/assets/test017-be.pcapng", 4, Why::Pending),
-    ("captures/rusticata__pcap-parser/assets/test017-le.pcapng", 4, Why::Pending),
-    ("captures/wanduow__libtrace/test/traces/complex.pcapng", 8, Why::Pending),
+    (
+        "captures/google__gopacket/pcapgo/tests/be/test202.pcapng",
+        11,
+        Why::Pending,
+    ),
+    (
+        "captures/google__gopacket/pcapgo/tests/le/test202.pcapng",
+        11,
+        Why::Pending,
+    ),
+    (
+        "captures/rusticata__pcap-parser/assets/test017-be.pcapng",
+        4,
+        Why::Pending,
+    ),
+    (
+        "captures/rusticata__pcap-parser/assets/test017-le.pcapng",
+        4,
+        Why::Pending,
+    ),
+    (
+        "captures/wanduow__libtrace/test/traces/complex.pcapng",
+        8,
+        Why::Pending,
+    ),
 ];
 
 /// The 78 MB time-ordered merge is checked up to its first divergence only:
@@ -87,14 +135,21 @@ fn tshark_streams(shared: &Path, rel: &str, limit: Option<u64>) -> Vec<(u64, Opt
         .filter_map(|l| {
             let mut it = l.split('\t');
             let frame = it.next()?.trim().parse::<u64>().ok()?;
-            let stream = it.next().and_then(|s| s.split(',').next_back()).and_then(|s| s.trim().parse::<u64>().ok());
+            let stream = it
+                .next()
+                .and_then(|s| s.split(',').next_back())
+                .and_then(|s| s.trim().parse::<u64>().ok());
             Some((frame, stream))
         })
         .collect()
 }
 
 fn compare(shared: &Path, path: &Path) -> Outcome {
-    let rel = path.strip_prefix(shared).unwrap_or(path).to_string_lossy().replace('\\', "/");
+    let rel = path
+        .strip_prefix(shared)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/");
     let limit = (rel == BENCH).then_some(BENCH_FRAMES);
     let theirs = tshark_streams(shared, &rel, limit);
     let mut ours = pcapsleuth_analyze::dump_streams(path).unwrap_or_default();
@@ -110,12 +165,23 @@ fn compare(shared: &Path, path: &Path) -> Outcome {
         if t != o {
             mismatches += 1;
             if first.is_none() {
-                first = Some(format!("frame {}: tshark {:?} ours {:?}", i + 1, t.map(|x| x.1), o.map(|x| x.1)));
+                first = Some(format!(
+                    "frame {}: tshark {:?} ours {:?}",
+                    i + 1,
+                    t.map(|x| x.1),
+                    o.map(|x| x.1)
+                ));
             }
         }
     }
     let streams = theirs.iter().filter_map(|x| x.1).max().map_or(0, |m| m + 1);
-    Outcome { rel, frames: theirs.len(), streams, mismatches, first }
+    Outcome {
+        rel,
+        frames: theirs.len(),
+        streams,
+        mismatches,
+        first,
+    }
 }
 
 #[test]
@@ -132,13 +198,19 @@ fn tcp_stream_matches_tshark() {
     }
     let mut files = captures_under(&shared.join("captures"));
     files.extend(captures_under(&shared.join("lab")));
-    assert!(files.len() > 100, "corpus has only {} captures", files.len());
+    assert!(
+        files.len() > 100,
+        "corpus has only {} captures",
+        files.len()
+    );
     // Biggest first so the long ones overlap with the many small ones.
     files.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)));
 
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(2, 4);
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(2, 4);
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
@@ -152,7 +224,10 @@ fn tcp_stream_matches_tshark() {
     let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
     results.sort_by(|a, b| a.rel.cmp(&b.rel));
 
-    println!("{:>7} {:>6} {:>6} {:>8}  capture", "frames", "strms", "mism", "allowed");
+    println!(
+        "{:>7} {:>6} {:>6} {:>8}  capture",
+        "frames", "strms", "mism", "allowed"
+    );
     let mut failures = Vec::new();
     let (mut total_frames, mut total_mism) = (0, 0);
     for o in &results {
@@ -160,7 +235,7 @@ fn tcp_stream_matches_tshark() {
         let allowed = entry.map(|(_, n, _)| *n);
         total_frames += o.frames;
         total_mism += o.mismatches;
-        if o.mismatches > 0 || allowed.is_some() {
+        {
             println!(
                 "{:>7} {:>6} {:>6} {:>8}  {}  {}",
                 o.frames,
@@ -177,7 +252,10 @@ fn tcp_stream_matches_tshark() {
             Some((_, n, Why::Pending)) => o.mismatches <= *n,
         };
         if !ok {
-            failures.push(format!("{}: {} mismatches (allowed {:?}); first {:?}", o.rel, o.mismatches, allowed, o.first));
+            failures.push(format!(
+                "{}: {} mismatches (allowed {:?}); first {:?}",
+                o.rel, o.mismatches, allowed, o.first
+            ));
         }
     }
     println!(
@@ -188,7 +266,14 @@ fn tcp_stream_matches_tshark() {
         results.iter().filter(|o| o.mismatches == 0).count()
     );
     for (p, _, _) in ALLOWED {
-        assert!(results.iter().any(|o| o.rel == *p), "allowlisted capture {p} not in corpus");
+        assert!(
+            results.iter().any(|o| o.rel == *p),
+            "allowlisted capture {p} not in corpus"
+        );
     }
-    assert!(failures.is_empty(), "tcp.stream differs from tshark:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "tcp.stream differs from tshark:\n{}",
+        failures.join("\n")
+    );
 }

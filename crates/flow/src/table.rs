@@ -424,7 +424,7 @@ impl FlowTable {
             .rev()
             .find(|e| {
                 e.sig == sig
-                    && (meta.ts.0 - e.ts.0).abs() <= cfg.duplicate_window_ns
+                    && meta.ts.0.abs_diff(e.ts.0) <= cfg.duplicate_window_ns.max(0) as u64
                     && (sig.ip_id != 0 || e.key != sight)
             })
             .copied();
@@ -966,7 +966,7 @@ fn update_state(
                     st.acc.zero_window_episodes += 1;
                 }
             } else if let Some(since) = side.zw_since.take() {
-                st.acc.zero_window_ns += meta.ts.0.saturating_sub(since.0).max(0);
+                st.acc.zero_window_ns = st.acc.zero_window_ns.saturating_add(meta.ts.0.saturating_sub(since.0).max(0));
             }
         }
     }
@@ -998,7 +998,7 @@ fn summary_of(st: &Stream) -> FlowSummary {
     let mut zw_ns = acc.zero_window_ns;
     for side in [c, s] {
         if let Some(since) = side.zw_since {
-            zw_ns += acc.last_ts.0.saturating_sub(since.0).max(0);
+            zw_ns = zw_ns.saturating_add(acc.last_ts.0.saturating_sub(since.0).max(0));
         }
     }
     let rstos0 = c.syn_sent && c.isn.is_some() && !c.sent_non_syn;

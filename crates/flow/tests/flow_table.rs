@@ -584,7 +584,17 @@ fn identical_packets_without_ip_id_need_two_places() {
     h.feed(2, seg(false, 5000, 101, S | AK, 0));
     // Beyond the 10 ms window: a new packet.
     h.feed(20, seg(false, 5000, 101, S | AK, 0));
-    let dups: Vec<_> = h.events.iter().filter_map(|e| if let FlowEvent::Segment(s) = e { Some(s.duplicate_of) } else { None }).collect();
+    let dups: Vec<_> = h
+        .events
+        .iter()
+        .filter_map(|e| {
+            if let FlowEvent::Segment(s) = e {
+                Some(s.duplicate_of)
+            } else {
+                None
+            }
+        })
+        .collect();
     assert_eq!(dups, vec![None, None, None, Some(3), None]);
 }
 
@@ -593,10 +603,53 @@ fn zero_window_blocks_count_as_stalls() {
     let mut h = Harness::new();
     handshake(&mut h, 0);
     h.feed(10, seg(true, 101, 5001, AK, 100));
-    h.feed(11, Seg { win: 0, ..seg(false, 5001, 201, AK, 0) }); // all acked, window closed
+    h.feed(
+        11,
+        Seg {
+            win: 0,
+            ..seg(false, 5001, 201, AK, 0)
+        },
+    ); // all acked, window closed
     h.feed(300, seg(true, 200, 5001, AK, 0)); // Linux probe: seq = SND.UNA - 1
     let st = stalls(&h);
     assert_eq!(st.len(), 1, "{st:?}");
     assert_eq!(st[0].ended_by, StallEnd::Probe);
     assert_eq!(st[0].pending_bytes, 0);
+}
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// Arbitrary segment and ICMP sequences (wild timestamps, flags, sequence
+        /// numbers, ports) never panic and keep ids dense.
+        #[test]
+        fn arbitrary_input_never_panics(
+            pkts in proptest::collection::vec(
+                (any::<bool>(), 0u16..3, any::<u32>(), any::<u32>(), 0u16..0x200, 0u32..3000, any::<u16>(), any::<i64>(), any::<bool>(), 0u32..40),
+                1..80,
+            )
+        ) {
+            let mut h = Harness::new();
+            for (from_a, port, seq, ack, flags, len, win, ts, icmp, qbytes) in pkts {
+                if icmp {
+                    h.icmp(ts / 1_000_000, seq, flags, qbytes, 40000 + port);
+                } else {
+                    h.frame += 1;
+                    let s = Seg { sport: 40000 + port, win, ..seg(from_a, seq, ack, flags, len) };
+                    h.frame -= 1;
+                    h.feed(ts / 1_000_000, s);
+                }
+            }
+            h.table.finish(&mut h.events);
+            let n = h.table.stream_count();
+            let sums = h.table.summaries();
+            prop_assert_eq!(sums.len() as u64, n);
+            for (i, s) in sums.iter().enumerate() {
+                prop_assert_eq!(s.tcp_stream, i as u64);
+            }
+        }
+    }
 }

@@ -343,8 +343,13 @@ impl Detector for FragNeeded {
                     first.icmp_src
                 )
             } else {
+                let size_txt = if quoted_size > mtu {
+                    format!("{deficit} bytes short of the {quoted_size}-byte datagram")
+                } else {
+                    format!("{deficit} bytes below 1500")
+                };
                 format!(
-                    "{what}{times} from {} for {flow_txt}: path MTU {mtu} bytes, {deficit} bytes short of the {quoted_size}-byte datagram (encapsulation guess: {}){reaction_txt}.",
+                    "{what}{times} from {} for {flow_txt}: path MTU {mtu} bytes, {size_txt} (encapsulation guess: {}){reaction_txt}.",
                     first.icmp_src,
                     encapsulation_guess(mtu)
                 )

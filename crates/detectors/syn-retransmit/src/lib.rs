@@ -32,7 +32,9 @@
 //! - `service` ("ip:port" of the server), `service_connections`,
 //!   `service_delayed` (counts over the capture), `conntrack_race_shape` (bool:
 //!   ≥ 4 connections to the service, a minority of them delayed by ≈1, 2 or 3 s,
-//!   the rest prompt — seed 002).
+//!   the rest prompt — seed 002; never on loopback, where there is no NAT),
+//!   `burst_drop_shape` (bool: the same shape, whatever the cause: conntrack
+//!   race or a full listen queue).
 //! - `same_isn_streams` (array of `tcp.stream`): the same SYN (ISN, server)
 //!   seen in other streams, i.e. before/after NAT on another interface;
 //!   `dropped_between_capture_points` (bool): that other view shows the SYN
@@ -246,7 +248,10 @@ impl SynRetransmit {
         if s.flags.syn() && !s.flags.ack() {
             if let Some(a) = live.and_then(|i| self.attempts.get_mut(i)) {
                 if a.isn == s.seq && a.syn_dir == s.dir {
-                    let quick = a.syns.last().is_some_and(|p| (s.ts.0 - p.ts.0).abs() < MIN_RETRY_GAP_NS);
+                    let quick = a
+                        .syns
+                        .last()
+                        .is_some_and(|p| (s.ts.0 - p.ts.0).abs() < MIN_RETRY_GAP_NS);
                     if s.duplicate_of.is_some() || quick {
                         a.duplicates.push(s.frame);
                     } else if a.handshake_ack.is_none()
@@ -303,7 +308,10 @@ impl SynRetransmit {
             }
             match a.synack_isn {
                 Some(isn) if isn == s.seq => {
-                    let quick = a.synacks.last().is_some_and(|p| (s.ts.0 - p.ts.0).abs() < MIN_RETRY_GAP_NS);
+                    let quick = a
+                        .synacks
+                        .last()
+                        .is_some_and(|p| (s.ts.0 - p.ts.0).abs() < MIN_RETRY_GAP_NS);
                     if quick {
                         a.duplicates.push(s.frame);
                         return;
@@ -471,12 +479,15 @@ impl Detector for SynRetransmit {
             let client = ends.map(|(c, _)| sock(c)).unwrap_or_default();
             let st = services.get(&service);
             let (svc_conn, svc_delayed) = st.map_or((0, 0), |s| (s.connections, s.delayed));
-            let race = st.is_some_and(|s| {
+            let burst_shape = st.is_some_and(|s| {
                 s.connections >= 4
                     && s.delayed >= 1
                     && s.delayed * 2 < s.connections
                     && s.race_sized == s.delayed
             });
+            // No NAT on loopback: the same shape there is a full listen queue.
+            let loopback = ends.is_some_and(|(c, s)| c.addr.is_loopback() || c.addr == s.addr);
+            let race = burst_shape && !loopback;
             let gaps = a.gaps_ns();
             let (ladder, ladder_short) = ladder_for(&gaps);
             let delay_ns = a.delay_ns();
@@ -526,13 +537,24 @@ impl Detector for SynRetransmit {
                     a.isn.0, b.stream
                 ));
             }
+            if a.synacks.is_empty() && a.went_on.is_some() {
+                summary.push_str(
+                    " (The SYN/ACK is not in this capture; the client's ACK shows it arrived.)",
+                );
+            }
             if race {
                 summary.push_str(&format!(
-                    " {svc_delayed} of {svc_conn} connections to {service} were delayed by ~1 s or ~3 s while the rest connected at once: the shape of the SNAT/conntrack insert race (seed 002)."
+                    " {svc_delayed} of {svc_conn} connections to {service} were delayed by ~1 s or ~3 s while the rest connected at once: the shape of the SNAT/conntrack insert race (seed 002), or of a full listen queue on the server."
+                ));
+            } else if burst_shape {
+                summary.push_str(&format!(
+                    " {svc_delayed} of {svc_conn} connections to {service} were delayed by ~1 s or ~3 s while the rest connected at once; on this host-local path (no NAT) that is the shape of a full listen queue."
                 ));
             }
             let remedy = if race {
-                "Make SNAT port allocation fully random (`iptables -t nat ... -j MASQUERADE --random-fully`, NF_NAT_RANGE_PROTO_RANDOM_FULLY) or run a kernel with conntrack clash resolution; confirm with `conntrack -S` insert_failed counting the lost SYNs."
+                "Make SNAT port allocation fully random (`iptables -t nat ... -j MASQUERADE --random-fully`, NF_NAT_RANGE_PROTO_RANDOM_FULLY) or run a kernel with conntrack clash resolution; confirm with `conntrack -S` insert_failed counting the lost SYNs. If instead the server's `nstat TcpExtListenOverflows` grows, raise its listen backlog (net.core.somaxconn, listen())."
+            } else if burst_shape {
+                "Raise the server's listen backlog (listen() argument, net.core.somaxconn, net.ipv4.tcp_max_syn_backlog) or accept faster; confirm with `nstat TcpExtListenOverflows` / `TcpExtListenDrops`."
             } else if connected || refused {
                 "Find where the SYN or SYN/ACK is dropped: capture on both sides of NAT/firewalls, check `conntrack -S` (insert_failed), SYN-flood protection and listen-queue overflows (`nstat TcpExtListenOverflows`)."
             } else {
@@ -552,6 +574,7 @@ impl Detector for SynRetransmit {
                 .collect();
             frames.extend(a.rst.iter().map(|t| t.frame));
             frames.extend(a.handshake_ack.iter().map(|t| t.frame));
+            frames.extend(a.went_on.iter().map(|t| t.frame));
             frames.extend(nat_view.iter().flat_map(|b| b.syns.iter().map(|t| t.frame)));
             let all_ts: Vec<i64> = a
                 .syns
@@ -559,6 +582,7 @@ impl Detector for SynRetransmit {
                 .chain(a.synacks.iter())
                 .chain(a.rst.iter())
                 .chain(a.handshake_ack.iter())
+                .chain(a.went_on.iter())
                 .map(|t| t.ts.0)
                 .collect();
             let start = all_ts.iter().copied().min().unwrap_or(first.ts.0);
@@ -584,6 +608,7 @@ impl Detector for SynRetransmit {
             ev.insert("service_connections".into(), json!(svc_conn));
             ev.insert("service_delayed".into(), json!(svc_delayed));
             ev.insert("conntrack_race_shape".into(), json!(race));
+            ev.insert("burst_drop_shape".into(), json!(burst_shape));
             ev.insert(
                 "same_isn_streams".into(),
                 json!(twins.iter().map(|b| b.stream).collect::<Vec<_>>()),

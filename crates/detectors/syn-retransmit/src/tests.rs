@@ -350,3 +350,86 @@ fn seed_002_views_before_and_after_snat_are_one_connection() {
         f.summary
     );
 }
+
+#[test]
+fn half_duplex_capture_without_synack_is_connected_not_never_answered() {
+    let mut c = Cap::new();
+    c.flow(0, 40100, "198.51.100.10", 22);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    c.seg(0, C2S, 1012.0, SYN, CISN, 0, None);
+    let ack = c.seg(
+        0,
+        C2S,
+        1012.3,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].severity, Severity::Warning);
+    assert_eq!(ev(&out[0], "connected"), &json!(true));
+    assert_eq!(ev(&out[0], "delay_ms"), &json!(1012.3));
+    assert!(out[0].frames.contains(&ack));
+}
+
+#[test]
+fn repeats_sooner_than_a_timer_are_sightings_not_retries() {
+    let mut c = Cap::new();
+    c.flow(0, 40200, "198.51.100.10", 80);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None); // same packet twice, not marked by the flow table
+    c.seg(0, S2C, 0.1, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(0, S2C, 0.1, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(
+        0,
+        C2S,
+        0.2,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
+    assert!(c.run().is_empty());
+}
+
+#[test]
+fn loopback_burst_is_a_listen_queue_shape_not_conntrack() {
+    let mut c = Cap::new();
+    let lo = |c: &mut Cap, stream: u64, port: u16, syns: &[f64], ans: f64| {
+        c.frame += 1;
+        c.events.push(FlowEvent::FlowStarted(FlowStarted {
+            stream,
+            client: Endpoint {
+                addr: "127.0.0.1".parse().unwrap(),
+                port,
+            },
+            server: Endpoint {
+                addr: "127.0.0.1".parse().unwrap(),
+                port: 7000,
+            },
+            frame: c.frame,
+            ts: Timestamp(T0),
+        }));
+        c.frame -= 1;
+        let isn = 1000 + stream as u32 * 100_000;
+        for &t in syns {
+            c.seg(stream, C2S, t, SYN, isn, 0, None);
+        }
+        c.seg(stream, S2C, ans, SYNACK, SISN, isn + 1, None);
+    };
+    for i in 0..6u64 {
+        lo(&mut c, i, 30000 + i as u16, &[i as f64], i as f64 + 0.05);
+    }
+    lo(&mut c, 6, 31000, &[10.0, 1074.0], 1074.1);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert_eq!(ev(&out[0], "conntrack_race_shape"), &json!(false));
+    assert_eq!(ev(&out[0], "burst_drop_shape"), &json!(true));
+    assert!(
+        out[0].summary.contains("listen queue"),
+        "{}",
+        out[0].summary
+    );
+}
