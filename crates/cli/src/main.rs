@@ -207,7 +207,8 @@ fn exit_on_write_error(e: std::io::Error) -> ! {
 /// Colour only when stdout is a terminal and `NO_COLOR` is unset or empty
 /// (<https://no-color.org>).
 fn use_color() -> bool {
-    std::io::stdout().is_terminal() && !matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty())
+    std::io::stdout().is_terminal()
+        && !matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty())
 }
 
 /// Expand inputs; report directories without captures on stderr.
@@ -554,8 +555,14 @@ mod tests {
     #[test]
     fn wrapping() {
         assert_eq!(wrap("aaa bbb ccc", 7), "aaa bbb\nccc\n");
-        assert_eq!(wrap("short\n  indented line that is long", 8), "short\n  indented line that is long\n");
-        assert_eq!(wrap("averyveryverylongword x", 5), "averyveryverylongword\nx\n");
+        assert_eq!(
+            wrap("short\n  indented line that is long", 8),
+            "short\n  indented line that is long\n"
+        );
+        assert_eq!(
+            wrap("averyveryverylongword x", 5),
+            "averyveryverylongword\nx\n"
+        );
     }
 
     #[test]

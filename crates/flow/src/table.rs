@@ -966,7 +966,10 @@ fn update_state(
                     st.acc.zero_window_episodes += 1;
                 }
             } else if let Some(since) = side.zw_since.take() {
-                st.acc.zero_window_ns = st.acc.zero_window_ns.saturating_add(meta.ts.0.saturating_sub(since.0).max(0));
+                st.acc.zero_window_ns = st
+                    .acc
+                    .zero_window_ns
+                    .saturating_add(meta.ts.0.saturating_sub(since.0).max(0));
             }
         }
     }

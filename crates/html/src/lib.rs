@@ -1,1 +1,258 @@
-//! placeholder
+//! A self-contained HTML report: `pcapsleuth analyze --format html -o report.html`.
+//!
+//! [`render_html`] produces **one** HTML file with inline CSS and inline SVG
+//! and nothing else: no script, no external style sheet, font, image or
+//! link, so it opens offline and can be mailed as is. Per capture it shows:
+//!
+//! - the capture facts (format, packets, time span, interfaces, warnings);
+//! - a timeline of the findings (x = time since the first frame, one row per
+//!   detector, each marker links to its finding);
+//! - per finding its summary, remedy, evidence and display filters, and for a
+//!   TCP finding a time–sequence ("Stevens") graph of its flow
+//!   ([`svg::stevens`]), with the cited frames labelled by number;
+//! - per service (server `ip:port`) with `syn-retransmit` findings a
+//!   histogram of their connection-setup delays (evidence `delay_ms`).
+//!
+//! The graphs need per-segment data which the [`Report`] deliberately does not
+//! carry; [`collect_series`] (or [`series_for_report`]) re-reads each capture
+//! for the streams with findings — see [`series`] for why. Passing no series
+//! renders the report without graphs.
+//!
+//! All text from the capture or the report is escaped ([`svg::esc`]).
+
+pub mod series;
+pub mod svg;
+
+pub use series::{collect_series, FlowMarker, FlowSeries, MarkerKind, SeriesError, SeriesPoint};
+
+use pcapsleuth_core::Finding;
+use pcapsleuth_report::{format_duration_s, format_ts_utc, CaptureReport, Report};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use svg::esc;
+
+/// Streams (`tcp.stream`) cited by a capture's findings, ascending, deduplicated.
+pub fn finding_streams(c: &CaptureReport) -> Vec<u64> {
+    let mut v: Vec<u64> = c.findings.iter().filter_map(|f| f.tcp_stream).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// [`collect_series`] for every capture of `report` that has TCP findings and
+/// can be re-read (stdin, `-`, cannot and is skipped). A capture that cannot
+/// be re-read is skipped too: its findings are rendered without graphs.
+pub fn series_for_report(report: &Report) -> Vec<FlowSeries> {
+    let mut out = Vec::new();
+    for c in &report.captures {
+        let streams = finding_streams(c);
+        if streams.is_empty() || c.path == "-" {
+            continue;
+        }
+        if let Ok(s) = collect_series(Path::new(&c.path), &streams) {
+            out.extend(s);
+        }
+    }
+    out
+}
+
+const CSS: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1160px;color:#212529;background:#fff;line-height:1.4}
+h1{font-size:1.6em;margin:0 0 .3em} h2{font-size:1.3em;border-bottom:2px solid #dee2e6;padding-bottom:.2em;margin-top:1.6em}
+h3{font-size:1.05em;margin:.2em 0}
+table.facts{border-collapse:collapse;margin:.5em 0} table.facts td,table.facts th{border:1px solid #dee2e6;padding:3px 8px;text-align:left;vertical-align:top}
+table.facts th{background:#f1f3f5;font-weight:600}
+.finding{border:1px solid #ced4da;border-left:6px solid #868e96;border-radius:4px;padding:10px 14px;margin:14px 0}
+.finding.error{border-left-color:#c92a2a} .finding.warning{border-left-color:#e67700} .finding.info{border-left-color:#1971c2}
+.sev{display:inline-block;color:#fff;border-radius:3px;padding:0 6px;font-size:.85em;font-weight:600;text-transform:uppercase}
+.sev.error{background:#c92a2a} .sev.warning{background:#e67700} .sev.info{background:#1971c2}
+code{background:#f1f3f5;padding:1px 4px;border-radius:3px;font-size:.92em;word-break:break-all}
+.remedy{background:#ebfbee;border:1px solid #b2f2bb;padding:6px 10px;border-radius:4px}
+.legend span{display:inline-block;margin-right:14px;font-size:.9em}
+.legend i{display:inline-block;width:18px;height:4px;vertical-align:middle;margin-right:4px}
+.muted{color:#868e96} svg{max-width:100%;height:auto;display:block;margin:6px 0}
+details summary{cursor:pointer;color:#495057}
+"#;
+
+/// Render the whole report as one self-contained HTML document (UTF-8).
+/// `series` are the per-flow series of the findings' streams (from
+/// [`collect_series`] / [`series_for_report`]), matched to findings by
+/// capture path and `tcp.stream`; findings without a series get no graph.
+pub fn render_html(report: &Report, series: &[FlowSeries]) -> String {
+    let mut o = String::with_capacity(64 * 1024);
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    o.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
+    let title = match report.captures.as_slice() {
+        [one] => format!("pcapsleuth report: {}", one.path),
+        many => format!("pcapsleuth report: {} captures", many.len()),
+    };
+    let _ = writeln!(o, "<title>{}</title>", esc(&title));
+    let _ = writeln!(o, "<style>{CSS}</style>\n</head>\n<body>");
+    let _ = writeln!(o, "<h1>{}</h1>", esc(&title));
+    let total: usize = report.captures.iter().map(|c| c.findings.len()).sum();
+    let _ = writeln!(
+        o,
+        "<p class=\"muted\">schema_version {} · {} capture(s) · {} finding(s). Frame numbers are Wireshark's <code>frame.number</code>; stream ids its <code>tcp.stream</code>.</p>",
+        report.schema_version,
+        report.captures.len(),
+        total
+    );
+    for (ci, c) in report.captures.iter().enumerate() {
+        render_capture(&mut o, ci, c, series);
+    }
+    o.push_str("</body>\n</html>\n");
+    o
+}
+
+fn render_capture(o: &mut String, ci: usize, c: &CaptureReport, series: &[FlowSeries]) {
+    let _ = writeln!(o, "<section id=\"capture-{ci}\">\n<h2>{}</h2>", esc(&c.path));
+    o.push_str("<table class=\"facts\">");
+    let row = |o: &mut String, k: &str, v: &str| {
+        let _ = write!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+    };
+    row(o, "format", c.format.as_deref().unwrap_or("unreadable"));
+    row(o, "packets", &c.packets.to_string());
+    if c.packets > 0 {
+        row(o, "first frame", &format_ts_utc(c.first_ts_ns));
+        row(o, "last frame", &format_ts_utc(c.last_ts_ns));
+        row(o, "duration", &format_duration_s(c.last_ts_ns.saturating_sub(c.first_ts_ns)));
+    }
+    let ifaces: Vec<String> = c
+        .interfaces
+        .iter()
+        .map(|i| format!("{}: {} ({})", i.id, i.name.as_deref().unwrap_or("unnamed"), i.linktype))
+        .collect();
+    row(o, "interfaces", &ifaces.join("; "));
+    row(o, "TCP streams", &c.tcp_streams.to_string());
+    row(o, "findings", &c.findings.len().to_string());
+    for w in &c.warnings {
+        row(o, "warning", &format!("{} (byte offset {})", w.message, w.offset));
+    }
+    if let Some(e) = &c.error {
+        row(o, "error", e);
+    }
+    o.push_str("</table>\n");
+    if c.findings.is_empty() {
+        o.push_str("<p>No findings.</p>\n</section>\n");
+        return;
+    }
+    let prefix = format!("f-{ci}-");
+    o.push_str("<h3>Timeline of findings</h3>\n");
+    o.push_str(&svg::timeline(&c.findings, c.first_ts_ns, c.last_ts_ns, &prefix));
+    o.push('\n');
+    render_histograms(o, c);
+    for (fi, f) in c.findings.iter().enumerate() {
+        let s = f.tcp_stream.and_then(|st| series.iter().find(|s| s.stream == st && s.capture == c.path));
+        render_finding(o, ci, fi, f, s);
+    }
+    o.push_str("</section>\n");
+}
+
+/// Per service (evidence `service`, else the flow's server `ip:port`) the
+/// `delay_ms` of its `syn-retransmit` findings.
+fn syn_delays_by_service(c: &CaptureReport) -> BTreeMap<String, (Vec<f64>, Option<u64>)> {
+    let mut m: BTreeMap<String, (Vec<f64>, Option<u64>)> = BTreeMap::new();
+    for f in c.findings.iter().filter(|f| f.detector == "syn-retransmit") {
+        let Some(d) = f.evidence.get("delay_ms").and_then(|v| v.as_f64()) else { continue };
+        let service = f.evidence.get("service").and_then(|v| v.as_str()).map(str::to_string).or_else(|| {
+            f.flow.as_ref().map(|fl| {
+                if fl.server.contains(':') {
+                    format!("[{}]:{}", fl.server, fl.server_port)
+                } else {
+                    format!("{}:{}", fl.server, fl.server_port)
+                }
+            })
+        });
+        let Some(service) = service else { continue };
+        let e = m.entry(service).or_default();
+        e.0.push(d);
+        if let Some(n) = f.evidence.get("service_connections").and_then(|v| v.as_u64()) {
+            e.1 = Some(n);
+        }
+    }
+    m
+}
+
+fn render_histograms(o: &mut String, c: &CaptureReport) {
+    let by = syn_delays_by_service(c);
+    if by.is_empty() {
+        return;
+    }
+    o.push_str("<h3>Connection-setup delays per service (syn-retransmit)</h3>\n");
+    for (service, (delays, total)) in &by {
+        let of = total.map(|t| format!(" of {t} connections seen")).unwrap_or_default();
+        let title = format!("{service}: {} delayed connection(s){of}", delays.len());
+        o.push_str(&svg::histogram(delays, &title));
+        o.push('\n');
+    }
+}
+
+fn render_finding(o: &mut String, ci: usize, fi: usize, f: &Finding, s: Option<&FlowSeries>) {
+    let sev = f.severity.as_str();
+    let _ = writeln!(o, "<div class=\"finding {sev}\" id=\"f-{ci}-{fi}\">");
+    let _ = writeln!(
+        o,
+        "<h3><span class=\"sev {sev}\">{sev}</span> #{} {}{}</h3>",
+        fi + 1,
+        esc(&f.detector),
+        f.tcp_stream.map(|s| format!(" · tcp.stream {s}")).unwrap_or_default()
+    );
+    let _ = writeln!(o, "<p>{}</p>", esc(&f.summary));
+    o.push_str("<table class=\"facts\">");
+    if let Some(fl) = &f.flow {
+        let ep = |a: &str, p: u16| if a.contains(':') { format!("[{a}]:{p}") } else { format!("{a}:{p}") };
+        let _ = write!(
+            o,
+            "<tr><th>flow</th><td>{} {} → {}</td></tr>",
+            esc(&fl.protocol),
+            esc(&ep(&fl.client, fl.client_port)),
+            esc(&ep(&fl.server, fl.server_port))
+        );
+    }
+    let _ = write!(
+        o,
+        "<tr><th>time</th><td>{} – {} ({})</td></tr>",
+        esc(&format_ts_utc(f.start_ts_ns)),
+        esc(&format_ts_utc(f.end_ts_ns)),
+        esc(&format_duration_s(f.end_ts_ns.saturating_sub(f.start_ts_ns)))
+    );
+    let _ = write!(o, "<tr><th>frames</th><td>{}</td></tr>", esc(&svg::frames_text(&f.frames, 200)));
+    let _ = write!(o, "<tr><th>Wireshark filter</th><td><code>{}</code></td></tr>", esc(&f.wireshark_filter));
+    if let Some(sf) = &f.stream_filter {
+        let _ = write!(o, "<tr><th>stream filter</th><td><code>{}</code></td></tr>", esc(sf));
+    }
+    o.push_str("</table>\n");
+    if !f.remedy.is_empty() {
+        let _ = writeln!(o, "<p class=\"remedy\"><b>Remedy:</b> {}</p>", esc(&f.remedy));
+    }
+    if let Some(s) = s {
+        let uid = format!("{ci}-{fi}");
+        o.push_str(&svg::stevens(f, s, &uid));
+        o.push('\n');
+        let _ = writeln!(
+            o,
+            "<p class=\"legend\"><span><i style=\"background:{}\"></i>data segment (seq…seq+len)</span><span><i style=\"background:{}\"></i>retransmission</span><span><i style=\"background:{}\"></i>peer's cumulative ACK</span><span><i style=\"background:{}\"></i>receive-window right edge (ACK + window)</span><span><i style=\"background:{}\"></i>ICMP error</span><span><i style=\"background:#ced4da\"></i>stall</span><span><i style=\"background:#fff3bf\"></i>finding span</span><span style=\"color:{}\"><b>#N</b> cited frame</span></p>",
+            svg::C_DATA,
+            svg::C_RETX,
+            svg::C_ACK,
+            svg::C_WIN,
+            svg::C_ICMP,
+            svg::C_CITE
+        );
+    } else if f.tcp_stream.is_some() {
+        o.push_str("<p class=\"muted\">No time–sequence graph: the capture was not re-read for this report.</p>\n");
+    }
+    if !f.evidence.is_empty() {
+        o.push_str("<details><summary>Evidence</summary><table class=\"facts\">");
+        for (k, v) in &f.evidence {
+            let val = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let _ = write!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&val));
+        }
+        o.push_str("</table></details>\n");
+    }
+    o.push_str("</div>\n");
+}

@@ -91,7 +91,8 @@ are not retries; a connection refused at once (RST) is not flagged.\n\
 Why: seed 002 (Kubernetes/Docker SNAT conntrack insert race) dropped first SYNs inside \
 the host; requests were delayed by exactly 1 s or 3 s. When a minority of >= 4 connections \
 to one service are delayed by ~1 s or ~3 s and the rest connect at once, the finding \
-says so (conntrack_race_shape).\n\
+says so (conntrack_race_shape; a full listen queue gives the same shape, and is the only \
+explanation on loopback: burst_drop_shape).\n\
 What to do: capture on both sides of NAT/firewalls to see where the SYN dies; check \
 `conntrack -S` (insert_failed), SYN-flood protection and listen-queue overflows \
 (`nstat TcpExtListenOverflows`). For the SNAT race use `MASQUERADE --random-fully` \

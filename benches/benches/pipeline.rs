@@ -1,0 +1,82 @@
+//! Throughput of each pipeline stage, in bytes of capture per second:
+//! (a) ingest only, (b) ingest + decode, (c) ingest + decode + FlowTable,
+//! (d) full `analyze_path` (all detectors), on a generated ~64 MiB capture of
+//! 2000 interleaved TCP connections (in the temp dir), and (d) again on the
+//! real 78 MB merge file of the shared corpus when it is present.
+//!
+//! Quick run: `cargo bench -p pcapsleuth-benches -- --quick`.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use pcapsleuth_analyze::{analyze_path, AnalyzeOptions};
+use pcapsleuth_decode::Decoder;
+use pcapsleuth_flow::{FlowConfig, FlowTable, PacketMeta};
+use pcapsleuth_ingest::CaptureReader;
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Duration;
+
+fn ingest(path: &Path) -> usize {
+    let mut r = CaptureReader::open(path).expect("bench capture opens");
+    let mut n = 0;
+    while let Some(f) = r.next_frame().expect("reads") {
+        n += f.data.len();
+    }
+    n
+}
+
+fn ingest_decode(path: &Path) -> usize {
+    let mut r = CaptureReader::open(path).expect("bench capture opens");
+    let mut d = Decoder::new();
+    let mut n = 0;
+    while let Some(f) = r.next_frame().expect("reads") {
+        let decoded = d.decode(f.linktype.0, f.data);
+        n += usize::from(black_box(&decoded).ip.is_some());
+    }
+    n
+}
+
+fn ingest_decode_flow(path: &Path) -> u64 {
+    let mut r = CaptureReader::open(path).expect("bench capture opens");
+    let mut d = Decoder::new();
+    let mut flows = FlowTable::new(FlowConfig::default());
+    let mut events = Vec::with_capacity(16);
+    while let Some(f) = r.next_frame().expect("reads") {
+        let meta = PacketMeta { frame: f.number, ts: f.ts, interface: f.interface };
+        let decoded = d.decode(f.linktype.0, f.data);
+        events.clear();
+        black_box(flows.on_packet(&meta, &decoded, &mut events));
+    }
+    events.clear();
+    flows.finish(&mut events);
+    flows.stream_count()
+}
+
+fn stages(c: &mut Criterion) {
+    let (path, stats) = pcapsleuth_benches::synthetic_capture().expect("synthetic capture written to the temp dir");
+    eprintln!("synthetic capture {}: {} bytes, {} packets, {} connections", path.display(), stats.bytes, stats.packets, stats.connections);
+    let mut g = c.benchmark_group("synthetic");
+    g.throughput(Throughput::Bytes(stats.bytes));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    g.bench_function("a_ingest", |b| b.iter(|| black_box(ingest(&path))));
+    g.bench_function("b_ingest_decode", |b| b.iter(|| black_box(ingest_decode(&path))));
+    g.bench_function("c_ingest_decode_flow", |b| b.iter(|| black_box(ingest_decode_flow(&path))));
+    g.bench_function("d_analyze", |b| b.iter(|| black_box(analyze_path(&path, &AnalyzeOptions::default()))));
+    g.finish();
+
+    let real = pcapsleuth_testkit::shared_dir().map(|d| d.join("captures/derived__bench/real-traffic-merged-ethernet.pcap"));
+    if let Some(real) = real.filter(|p| p.is_file()) {
+        let bytes = std::fs::metadata(&real).map(|m| m.len()).unwrap_or(0);
+        let mut g = c.benchmark_group("real-merged");
+        g.throughput(Throughput::Bytes(bytes));
+        g.sample_size(10);
+        g.measurement_time(Duration::from_secs(10));
+        g.bench_function("a_ingest", |b| b.iter(|| black_box(ingest(&real))));
+        g.bench_function("d_analyze", |b| b.iter(|| black_box(analyze_path(&real, &AnalyzeOptions::default()))));
+        g.finish();
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+criterion_group!(benches, stages);
+criterion_main!(benches);

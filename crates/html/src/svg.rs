@@ -1,0 +1,586 @@
+//! Inline SVG charts: finding timeline, time–sequence (Stevens) graph and
+//! connection-setup delay histogram. All text goes through [`esc`]; all
+//! drawing is bounded in size whatever the capture (segments are merged per
+//! pixel column).
+
+use crate::series::{FlowSeries, MarkerKind};
+use pcapsleuth_core::{Direction, Finding, Severity};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Escape text for HTML/SVG element content and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// Colour of a data segment.
+pub const C_DATA: &str = "#1f5fbf";
+/// Colour of a retransmitted segment.
+pub const C_RETX: &str = "#d62728";
+/// Colour of the cumulative ACK line.
+pub const C_ACK: &str = "#2ca02c";
+/// Colour of the receive-window right edge.
+pub const C_WIN: &str = "#c98a00";
+/// Colour of ICMP error markers.
+pub const C_ICMP: &str = "#8e44ad";
+/// Colour of cited-frame labels.
+pub const C_CITE: &str = "#e8590c";
+
+/// Severity colour.
+pub fn severity_colour(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "#c92a2a",
+        Severity::Warning => "#e67700",
+        Severity::Info => "#1971c2",
+    }
+}
+
+/// "Nice" tick values covering `lo..=hi`, about `target` of them (1-2-5 steps).
+pub fn nice_ticks(lo: f64, hi: f64, target: usize) -> Vec<f64> {
+    if !(lo.is_finite() && hi.is_finite()) || hi <= lo || target == 0 {
+        return vec![lo];
+    }
+    let step = nice_step((hi - lo) / target as f64);
+    let mut t = (lo / step).ceil() * step;
+    let mut out = Vec::new();
+    while t <= hi + step * 1e-9 && out.len() < 50 {
+        out.push(if t.abs() < step * 1e-9 { 0.0 } else { t });
+        t += step;
+    }
+    out
+}
+
+/// Smallest 1-2-5 × 10^k at least `raw` (and > 0).
+pub fn nice_step(raw: f64) -> f64 {
+    if !(raw.is_finite() && raw > 0.0) {
+        return 1.0;
+    }
+    let mag = 10f64.powf(raw.log10().floor());
+    for m in [1.0, 2.0, 5.0, 10.0] {
+        if m * mag >= raw {
+            return m * mag;
+        }
+    }
+    10.0 * mag
+}
+
+/// Tick label: integers without decimals, others with up to 3.
+fn fmt_num(v: f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        let i = v.round() as i64;
+        // Thousands separators for byte counts.
+        let s = i.unsigned_abs().to_string();
+        let mut o = String::new();
+        for (k, ch) in s.chars().enumerate() {
+            if k > 0 && (s.len() - k) % 3 == 0 {
+                o.push('\u{202f}');
+            }
+            o.push(ch);
+        }
+        if i < 0 {
+            format!("-{o}")
+        } else {
+            o
+        }
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// A linear mapping from data to pixels.
+#[derive(Clone, Copy)]
+struct Scale {
+    d0: f64,
+    d1: f64,
+    p0: f64,
+    p1: f64,
+}
+
+impl Scale {
+    fn new(d0: f64, d1: f64, p0: f64, p1: f64) -> Scale {
+        let d1 = if d1 > d0 { d1 } else { d0 + 1.0 };
+        Scale { d0, d1, p0, p1 }
+    }
+    fn at(&self, v: f64) -> f64 {
+        self.p0 + (v - self.d0) / (self.d1 - self.d0) * (self.p1 - self.p0)
+    }
+}
+
+/// Time unit for an axis spanning `span_ms`: (divisor from ms, unit name).
+fn time_unit(span_ms: f64) -> (f64, &'static str) {
+    if span_ms >= 20_000.0 {
+        (1000.0, "s")
+    } else {
+        (1.0, "ms")
+    }
+}
+
+/// Draw axes with ticks and labels into `o`.
+#[allow(clippy::too_many_arguments)]
+fn axes(o: &mut String, x: Scale, y: Scale, xdiv: f64, xlabel: &str, ylabel: &str, ylabel_x: f64) {
+    let (l, r) = (x.p0, x.p1);
+    let (b, t) = (y.p0, y.p1);
+    let _ = write!(o, r##"<g class="axis" font-size="11" fill="#333">"##);
+    let _ = write!(o, r##"<line x1="{l}" y1="{b}" x2="{r}" y2="{b}" stroke="#555"/>"##);
+    let _ = write!(o, r##"<line x1="{l}" y1="{b}" x2="{l}" y2="{t}" stroke="#555"/>"##);
+    for v in nice_ticks(x.d0 / xdiv, x.d1 / xdiv, 8) {
+        let px = x.at(v * xdiv);
+        let _ = write!(
+            o,
+            r##"<line x1="{px:.1}" y1="{b}" x2="{px:.1}" y2="{t}" stroke="#eee"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            b + 14.0,
+            esc(&fmt_num(v))
+        );
+    }
+    for v in nice_ticks(y.d0, y.d1, 6) {
+        let py = y.at(v);
+        let _ = write!(
+            o,
+            r##"<line x1="{l}" y1="{py:.1}" x2="{r}" y2="{py:.1}" stroke="#eee"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
+            l - 4.0,
+            py + 4.0,
+            esc(&fmt_num(v))
+        );
+    }
+    let _ = write!(o, r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">{}</text>"##, (l + r) / 2.0, b + 32.0, esc(xlabel));
+    let _ = write!(
+        o,
+        r##"<text transform="translate({ylabel_x:.1},{:.1}) rotate(-90)" text-anchor="middle" font-size="12">{}</text>"##,
+        (b + t) / 2.0,
+        esc(ylabel)
+    );
+    o.push_str("</g>");
+}
+
+/// Timeline of a capture's findings: x = time since the first frame, one row
+/// per detector, one marker per finding spanning `start_ts_ns..end_ts_ns`,
+/// each linking to `#{anchor_prefix}{index}`.
+pub fn timeline(findings: &[Finding], first_ts_ns: i64, last_ts_ns: i64, anchor_prefix: &str) -> String {
+    let mut detectors: Vec<&str> = findings.iter().map(|f| f.detector.as_str()).collect();
+    detectors.sort_unstable();
+    detectors.dedup();
+    let (w, left, right, top, row) = (1100.0, 180.0, 20.0, 10.0, 26.0);
+    let h = top + row * detectors.len() as f64 + 46.0;
+    let t0 = findings.iter().map(|f| f.start_ts_ns).chain([first_ts_ns]).min().unwrap_or(0);
+    let t1 = findings.iter().map(|f| f.end_ts_ns).chain([last_ts_ns]).max().unwrap_or(0);
+    let span_ms = (t1.saturating_sub(t0)) as f64 / 1e6;
+    let (div, unit) = time_unit(span_ms);
+    let x = Scale::new(0.0, span_ms.max(1.0), left, w - right);
+    let bottom = top + row * detectors.len() as f64;
+    let y = Scale::new(0.0, 1.0, bottom, top);
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r##"<svg class="timeline" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" role="img" aria-label="finding timeline">"##
+    );
+    // Axes without y ticks: draw x axis by hand.
+    let _ = write!(o, r##"<g font-size="11" fill="#333"><line x1="{left}" y1="{bottom}" x2="{:.1}" y2="{bottom}" stroke="#555"/>"##, w - right);
+    for v in nice_ticks(0.0, span_ms.max(1.0) / div, 10) {
+        let px = x.at(v * div);
+        let _ = write!(
+            o,
+            r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{bottom}" stroke="#eee"/><text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            bottom + 14.0,
+            esc(&fmt_num(v))
+        );
+    }
+    let _ = write!(
+        o,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">time since first frame ({unit})</text></g>"##,
+        (left + w - right) / 2.0,
+        bottom + 34.0
+    );
+    let _ = y;
+    for (ri, d) in detectors.iter().enumerate() {
+        let cy = top + row * ri as f64 + row / 2.0;
+        let _ = write!(
+            o,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="12" fill="#222">{}</text><line x1="{left}" y1="{cy:.1}" x2="{:.1}" y2="{cy:.1}" stroke="#ddd" stroke-dasharray="2 3"/>"##,
+            left - 8.0,
+            cy + 4.0,
+            esc(d),
+            w - right
+        );
+    }
+    for (i, f) in findings.iter().enumerate() {
+        let Some(ri) = detectors.iter().position(|d| *d == f.detector) else { continue };
+        let cy = top + row * ri as f64 + row / 2.0;
+        let xs = x.at(f.start_ts_ns.saturating_sub(t0) as f64 / 1e6);
+        let xe = x.at(f.end_ts_ns.saturating_sub(t0) as f64 / 1e6).max(xs + 4.0);
+        let title = format!("#{} {}: {} (frames {})", i + 1, f.detector, f.summary, frames_text(&f.frames, 12));
+        let _ = write!(
+            o,
+            r##"<a href="#{}{}"><title>{}</title><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="2" fill="{}" fill-opacity="0.8" stroke="#222" stroke-width="0.5"/></a>"##,
+            esc(anchor_prefix),
+            i,
+            esc(&title),
+            xs - 2.0,
+            cy - 7.0,
+            xe - xs + 4.0,
+            14.0,
+            severity_colour(f.severity)
+        );
+    }
+    o.push_str("</svg>");
+    o
+}
+
+/// Up to `max` frame numbers, comma-separated, with an ellipsis beyond.
+pub fn frames_text(frames: &[u64], max: usize) -> String {
+    let mut s: Vec<String> = frames.iter().take(max).map(u64::to_string).collect();
+    if frames.len() > max {
+        s.push(format!("… ({} in all)", frames.len()));
+    }
+    s.join(", ")
+}
+
+/// The direction whose data the graph plots: the sender named by the
+/// evidence (`"sender": "client …"`/`"server …"`), else the direction of
+/// most cited data segments, else the direction with most payload bytes.
+pub fn sending_direction(f: &Finding, s: &FlowSeries) -> Direction {
+    if let Some(sender) = f.evidence.get("sender").and_then(|v| v.as_str()) {
+        if sender.starts_with("client") {
+            return Direction::ClientToServer;
+        }
+        if sender.starts_with("server") {
+            return Direction::ServerToClient;
+        }
+    }
+    let mut cited = [0u64; 2];
+    let mut bytes = [0u64; 2];
+    for p in &s.points {
+        let i = p.dir.index();
+        if p.len > 0 {
+            if let Some(b) = bytes.get_mut(i) {
+                *b += u64::from(p.len);
+            }
+            if f.frames.binary_search(&p.frame).is_ok() {
+                if let Some(c) = cited.get_mut(i) {
+                    *c += 1;
+                }
+            }
+        }
+    }
+    let pick = if cited != [0, 0] { cited } else { bytes };
+    if pick[1] > pick[0] {
+        Direction::ServerToClient
+    } else {
+        Direction::ClientToServer
+    }
+}
+
+/// Time–sequence (Stevens) graph of `s` for finding `f`, with `uid` making
+/// element ids unique within the page.
+///
+/// x = time since the flow's first segment (ms, or s beyond 20 s); y =
+/// relative sequence number of the sending direction (bytes). Data segments
+/// are vertical bars `seq..seq+len`, retransmissions in red; the peer's
+/// cumulative ACK is a green step line and the receive-window right edge
+/// (ACK + scaled window) a dashed amber one, as in tcptrace / Wireshark's
+/// "Stevens" and "tcptrace" graphs. ICMP errors are purple vertical lines,
+/// stalls grey bands, the finding's time span a pale yellow band, and each
+/// cited frame is labelled `#N`.
+pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
+    let dir = sending_direction(f, s);
+    let peer = dir.reverse();
+    let (w, h) = (1100.0f64, 440.0f64);
+    let (left, right, top, bottom) = (90.0, 20.0, 28.0, 50.0);
+    let t0 = s.points.iter().map(|p| p.ts_ns).chain(s.markers.iter().map(|m| m.ts_ns)).min().unwrap_or(f.start_ts_ns);
+    let mut t1 = s.points.iter().map(|p| p.ts_ns).chain(s.markers.iter().map(|m| m.ts_ns)).max().unwrap_or(f.end_ts_ns);
+    for m in &s.markers {
+        if let MarkerKind::Stall { end_ts_ns, .. } = m.kind {
+            t1 = t1.max(end_ts_ns);
+        }
+    }
+    let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
+    let span_ms = ms(t1).max(1.0);
+    let (div, unit) = time_unit(span_ms);
+    // y range: data and ACKs; the window edge may run off the top (clipped).
+    let mut y_max: i64 = 1;
+    let mut y_min: i64 = i64::MAX;
+    for p in &s.points {
+        if p.dir == dir {
+            y_max = y_max.max(p.rel_seq.saturating_add(i64::from(p.len)));
+            y_min = y_min.min(p.rel_seq);
+        } else if let Some(a) = p.rel_ack {
+            y_max = y_max.max(a);
+            y_min = y_min.min(a);
+        }
+    }
+    if y_min == i64::MAX || y_min > 0 {
+        y_min = 0;
+    }
+    let y_top = y_max as f64 + (y_max - y_min) as f64 * 0.08 + 1.0;
+    let x = Scale::new(0.0, span_ms * 1.01, left, w - right);
+    let y = Scale::new(y_min as f64, y_top, h - bottom, top);
+    let clip = format!("clip-{uid}");
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r##"<svg class="stevens" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" role="img" aria-label="time-sequence graph of tcp.stream {}">"##,
+        s.stream
+    );
+    let _ = write!(
+        o,
+        r##"<defs><clipPath id="{clip}"><rect x="{left}" y="{top}" width="{:.1}" height="{:.1}"/></clipPath></defs>"##,
+        w - right - left,
+        h - bottom - top
+    );
+    let sender = match dir {
+        Direction::ClientToServer => format!("{} → {}", s.client, s.server),
+        Direction::ServerToClient => format!("{} → {}", s.server, s.client),
+    };
+    let _ = write!(
+        o,
+        r##"<text x="{left}" y="16" font-size="12" fill="#222">tcp.stream {} · data {} · ACK/window from the peer</text>"##,
+        s.stream,
+        esc(&sender)
+    );
+    axes(&mut o, x, y, div, &format!("time since first segment of the flow ({unit})"), "relative sequence number (bytes)", 18.0);
+    let _ = write!(o, r##"<g clip-path="url(#{clip})">"##);
+    // Finding span.
+    let fx0 = x.at(ms(f.start_ts_ns));
+    let fx1 = x.at(ms(f.end_ts_ns)).max(fx0 + 2.0);
+    let _ = write!(
+        o,
+        r##"<rect x="{fx0:.1}" y="{top}" width="{:.1}" height="{:.1}" fill="#fff3bf" fill-opacity="0.7"><title>finding span</title></rect>"##,
+        fx1 - fx0,
+        h - bottom - top
+    );
+    // Stalls and ICMP markers.
+    for m in &s.markers {
+        let mx = x.at(ms(m.ts_ns));
+        match m.kind {
+            MarkerKind::Stall { end_ts_ns, end_frame, pending_bytes, open } => {
+                let ex = x.at(ms(end_ts_ns)).max(mx + 1.0);
+                let dur = end_ts_ns.saturating_sub(m.ts_ns) as f64 / 1e6;
+                let t = format!(
+                    "stall {dur:.0} ms, frames {}–{}{}, {pending_bytes} bytes outstanding",
+                    m.frame,
+                    end_frame,
+                    if open { " (capture ended)" } else { "" }
+                );
+                let _ = write!(
+                    o,
+                    r##"<rect x="{mx:.1}" y="{top}" width="{:.1}" height="{:.1}" fill="#868e96" fill-opacity="0.18"><title>{}</title></rect><text x="{:.1}" y="{:.1}" font-size="10" fill="#495057">stall {dur:.0} ms</text>"##,
+                    ex - mx,
+                    h - bottom - top,
+                    esc(&t),
+                    mx + 3.0,
+                    top + 10.0
+                );
+            }
+            MarkerKind::Icmp { mtu, quoted_ip_len, too_big } => {
+                let what = if too_big { "ICMP too big" } else { "ICMP error" };
+                let mtu_t = mtu.map(|m| format!(" mtu {m}")).unwrap_or_default();
+                let t = format!("{what}{mtu_t} (frame {}), quoting a {quoted_ip_len}-byte packet", m.frame);
+                let _ = write!(
+                    o,
+                    r##"<line x1="{mx:.1}" y1="{top}" x2="{mx:.1}" y2="{:.1}" stroke="{C_ICMP}" stroke-width="1.5" stroke-dasharray="5 3"><title>{}</title></line><text x="{:.1}" y="{:.1}" font-size="10" fill="{C_ICMP}">{} #{}</text>"##,
+                    h - bottom,
+                    esc(&t),
+                    mx + 3.0,
+                    top + 22.0,
+                    esc(&format!("{what}{mtu_t}")),
+                    m.frame
+                );
+            }
+        }
+    }
+    // ACK line and window edge: step lines from the peer's segments, one
+    // vertex per pixel column (the last value in that column).
+    let mut ack_cols: BTreeMap<i64, (f64, f64, Option<f64>)> = BTreeMap::new();
+    for p in s.points.iter().filter(|p| p.dir == peer) {
+        let Some(a) = p.rel_ack else { continue };
+        let px = x.at(ms(p.ts_ns));
+        let edge = p.window_bytes.and_then(|wb| i64::try_from(wb).ok()).map(|wb| y.at(a.saturating_add(wb) as f64));
+        ack_cols.insert(px.round() as i64, (px, y.at(a as f64), edge));
+    }
+    let step_path = |pts: &mut dyn Iterator<Item = (f64, f64)>| -> String {
+        let mut d = String::new();
+        for (i, (px, py)) in pts.enumerate() {
+            if i == 0 {
+                let _ = write!(d, "M{px:.1} {py:.1}");
+            } else {
+                let _ = write!(d, "H{px:.1}V{py:.1}");
+            }
+        }
+        d
+    };
+    let win_d = step_path(&mut ack_cols.values().filter_map(|(px, _, e)| e.map(|e| (*px, e.max(top - 5.0)))));
+    if !win_d.is_empty() {
+        let _ = write!(o, r##"<path d="{win_d}H{:.1}" fill="none" stroke="{C_WIN}" stroke-width="1.5" stroke-dasharray="6 3"/>"##, w - right);
+    }
+    let ack_d = step_path(&mut ack_cols.values().map(|(px, py, _)| (*px, *py)));
+    if !ack_d.is_empty() {
+        let _ = write!(o, r##"<path d="{ack_d}H{:.1}" fill="none" stroke="{C_ACK}" stroke-width="1.5"/>"##, w - right);
+    }
+    // Data segments merged per (pixel column, retransmitted).
+    let mut cols: BTreeMap<(i64, bool), (f64, f64, f64)> = BTreeMap::new();
+    let mut flags_drawn = 0usize;
+    for p in s.points.iter().filter(|p| p.dir == dir) {
+        let px = x.at(ms(p.ts_ns));
+        if p.len == 0 {
+            if (p.syn || p.fin || p.rst) && flags_drawn < 400 {
+                flags_drawn += 1;
+                let py = y.at(p.rel_seq as f64);
+                let colour = if p.retransmission { C_RETX } else { C_DATA };
+                let name = if p.syn { "SYN" } else if p.rst { "RST" } else { "FIN" };
+                let _ = write!(
+                    o,
+                    r##"<rect x="{:.1}" y="{:.1}" width="6" height="6" fill="none" stroke="{colour}" stroke-width="1.5"><title>{name} frame {}{}</title></rect>"##,
+                    px - 3.0,
+                    py - 3.0,
+                    p.frame,
+                    if p.retransmission { " (retransmission)" } else { "" }
+                );
+            }
+            continue;
+        }
+        let lo = y.at(p.rel_seq as f64);
+        let hi = y.at(p.rel_seq.saturating_add(i64::from(p.len)) as f64);
+        let e = cols.entry((px.round() as i64, p.retransmission)).or_insert((px, lo, hi));
+        e.1 = e.1.max(lo);
+        e.2 = e.2.min(hi);
+    }
+    for ((_, retx), (px, lo, hi)) in &cols {
+        let colour = if *retx { C_RETX } else { C_DATA };
+        let width = if *retx { 2.5 } else { 1.6 };
+        // At least 2 px tall so one small segment is visible.
+        let hi = hi.min(lo - 2.0);
+        let _ = write!(o, r##"<line x1="{px:.1}" y1="{lo:.1}" x2="{px:.1}" y2="{hi:.1}" stroke="{colour}" stroke-width="{width}"/>"##);
+        if *retx {
+            let _ = write!(o, r##"<circle cx="{px:.1}" cy="{hi:.1}" r="2.2" fill="{C_RETX}"/>"##);
+        }
+    }
+    o.push_str("</g>");
+    // Cited frames, labelled (at most 60).
+    let mut labelled = 0usize;
+    let mut placed: Vec<(f64, f64)> = Vec::new();
+    for p in &s.points {
+        if labelled >= 60 {
+            break;
+        }
+        if f.frames.binary_search(&p.frame).is_err() {
+            continue;
+        }
+        let px = x.at(ms(p.ts_ns));
+        let py = if p.dir == dir {
+            y.at(p.rel_seq.saturating_add(i64::from(p.len)) as f64)
+        } else if let Some(a) = p.rel_ack {
+            y.at(a as f64)
+        } else {
+            continue;
+        };
+        let py = py.clamp(top, h - bottom);
+        // Nudge labels that would overlap an earlier one.
+        let mut ly = py - 8.0;
+        while placed.iter().any(|(ax, ay)| (ax - px).abs() < 34.0 && (ay - ly).abs() < 11.0) && ly > top - 20.0 {
+            ly -= 11.0;
+        }
+        placed.push((px, ly));
+        labelled += 1;
+        let what = if p.dir == dir { format!("{} bytes at seq {}", p.len, p.rel_seq) } else { format!("ACK {}", p.rel_ack.unwrap_or(0)) };
+        let _ = write!(
+            o,
+            r##"<g class="cite"><title>frame {}: {}</title><circle cx="{px:.1}" cy="{py:.1}" r="3.5" fill="none" stroke="{C_CITE}" stroke-width="1.5"/><text x="{:.1}" y="{ly:.1}" font-size="11" font-weight="bold" fill="{C_CITE}">#{}</text></g>"##,
+            p.frame,
+            esc(&what),
+            px + 4.0,
+            p.frame
+        );
+    }
+    if s.capped {
+        let _ = write!(o, r##"<text x="{:.1}" y="16" font-size="11" fill="#c92a2a" text-anchor="end">series capped: later segments not drawn</text>"##, w - right);
+    }
+    o.push_str("</svg>");
+    o
+}
+
+/// Histogram of connection-setup delays (ms) with about 12 bins.
+pub fn histogram(delays_ms: &[f64], title: &str) -> String {
+    let (w, h) = (640.0f64, 240.0f64);
+    let (left, right, top, bottom) = (56.0, 16.0, 24.0, 46.0);
+    let max = delays_ms.iter().copied().filter(|v| v.is_finite()).fold(0.0f64, f64::max);
+    let bw = nice_step((max / 12.0).max(1.0));
+    let nb = ((max / bw).floor() as usize + 1).clamp(1, 200);
+    let mut counts = vec![0u64; nb];
+    for v in delays_ms.iter().copied().filter(|v| v.is_finite() && *v >= 0.0) {
+        let i = ((v / bw).floor() as usize).min(nb - 1);
+        if let Some(c) = counts.get_mut(i) {
+            *c += 1;
+        }
+    }
+    let cmax = counts.iter().copied().max().unwrap_or(1).max(1);
+    let x = Scale::new(0.0, bw * nb as f64, left, w - right);
+    let y = Scale::new(0.0, cmax as f64 * 1.15, h - bottom, top);
+    let mut o = String::new();
+    let _ = write!(
+        o,
+        r##"<svg class="histogram" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" role="img" aria-label="connection-setup delay histogram">"##
+    );
+    let _ = write!(o, r##"<text x="{left}" y="15" font-size="12" fill="#222">{}</text>"##, esc(title));
+    axes(&mut o, x, y, 1.0, "connection-setup delay (ms)", "connections", 14.0);
+    for (i, c) in counts.iter().enumerate() {
+        if *c == 0 {
+            continue;
+        }
+        let x0 = x.at(i as f64 * bw);
+        let x1 = x.at((i + 1) as f64 * bw);
+        let yt = y.at(*c as f64);
+        let _ = write!(
+            o,
+            r##"<rect x="{:.1}" y="{yt:.1}" width="{:.1}" height="{:.1}" fill="{C_DATA}"><title>{} connections delayed {}–{} ms</title></rect><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{c}</text>"##,
+            x0 + 1.0,
+            (x1 - x0 - 2.0).max(1.0),
+            (h - bottom) - yt,
+            c,
+            fmt_num(i as f64 * bw),
+            fmt_num((i + 1) as f64 * bw),
+            (x0 + x1) / 2.0,
+            yt - 3.0
+        );
+    }
+    o.push_str("</svg>");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(esc(r#"<a href="x">&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
+    }
+
+    #[test]
+    fn ticks_are_nice() {
+        assert_eq!(nice_ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(nice_step(0.3), 0.5);
+        assert_eq!(nice_step(700.0), 1000.0);
+        assert_eq!(fmt_num(1234567.0), "1\u{202f}234\u{202f}567");
+        assert_eq!(fmt_num(0.25), "0.25");
+    }
+
+    #[test]
+    fn histogram_bins_counts() {
+        let svg = histogram(&[1009.0, 1011.0, 3030.0, 7302.0], "svc");
+        // 4 values: bin width 1000 ms; bins 1000-2000 (2), 3000-4000 (1), 7000-8000 (1).
+        assert!(svg.contains("2 connections delayed 1000–2000 ms"), "{svg}");
+        assert!(svg.contains("1 connections delayed 7000–8000 ms"), "{svg}");
+        assert!(svg.ends_with("</svg>"));
+    }
+}
