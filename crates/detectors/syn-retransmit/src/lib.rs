@@ -186,6 +186,9 @@ struct Attempt {
     /// First ACK-bearing segment of the SYN sender when no SYN/ACK was captured
     /// (half-duplex capture: the answer exists but is not in the file).
     went_on: Option<Tx>,
+    /// SYNs re-sent after a SYN/ACK was captured: the SYN/ACK did not reach
+    /// the client (lost between the capture point and the client).
+    syns_after_synack: u32,
 }
 
 impl Attempt {
@@ -198,8 +201,15 @@ impl Attempt {
     fn refused_at_once(&self) -> bool {
         self.rst.is_some() && self.synacks.is_empty() && self.syns.len() <= 1
     }
+    /// The handshake completed: the client acknowledged the SYN/ACK, or (no
+    /// SYN/ACK captured) went on sending. A SYN/ACK alone is not enough: the
+    /// server may re-send it for a minute to a client that never answers.
     fn connected(&self) -> bool {
-        !self.synacks.is_empty() || self.went_on.is_some()
+        self.handshake_ack.is_some() || self.went_on.is_some()
+    }
+    /// The server answered but the client never acknowledged the SYN/ACK.
+    fn synack_unacknowledged(&self) -> bool {
+        !self.synacks.is_empty() && !self.connected()
     }
     /// First SYN → the SYN/ACK that was acknowledged (or first SYN/ACK, else last SYN / RST), ns.
     fn delay_ns(&self) -> i64 {
@@ -208,6 +218,8 @@ impl Attempt {
         };
         let end = if let Some(a) = self.acked_synack {
             a.ts
+        } else if let (false, Some(s)) = (self.connected(), self.synacks.last()) {
+            s.ts
         } else if let Some(s) = self.synacks.first() {
             s.ts
         } else if let Some(w) = self.went_on {
@@ -255,13 +267,13 @@ impl SynRetransmit {
                         .is_some_and(|p| (s.ts.0 - p.ts.0).abs() < MIN_RETRY_GAP_NS);
                     if s.duplicate_of.is_some() || quick {
                         a.duplicates.push(s.frame);
-                    } else if a.handshake_ack.is_none()
-                        && a.synacks.is_empty()
-                        && a.rst.is_none()
-                        && a.went_on.is_none()
+                    } else if a.handshake_ack.is_none() && a.rst.is_none() && a.went_on.is_none()
                     {
                         if a.syns.len() == 1 {
                             a.first_retx_wait_ns = s.since_first_tx_ns;
+                        }
+                        if !a.synacks.is_empty() {
+                            a.syns_after_synack += 1;
                         }
                         a.syns.push(tx);
                     }
@@ -287,6 +299,7 @@ impl SynRetransmit {
                 handshake_ack: None,
                 acked_synack: None,
                 went_on: None,
+                syns_after_synack: 0,
             });
             return;
         }
