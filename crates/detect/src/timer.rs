@@ -74,6 +74,20 @@ pub fn matches_timer(observed_ns: i64, nominal_ns: i64) -> bool {
     observed_ns >= lo && observed_ns <= hi
 }
 
+/// Tick of the coarse "slow" TCP timer of BSD-derived and older Windows
+/// stacks, ns: 4.4BSD `tcp_slowtimo()` runs every 500 ms (`PR_SLOWHZ` 2, TCP/IP
+/// Illustrated Vol. 2 §25.1), so a timer armed between ticks fires up to one
+/// tick early relative to the packet that armed it.
+pub const SLOW_TICK_NS: i64 = 500_000_000;
+
+/// Whether `observed_ns` is a timer of nominal `nominal_ns` driven by a coarse
+/// tick of `tick_ns`: it may fire up to one tick early (the first timeout after
+/// arming, see [`SLOW_TICK_NS`]) and as late as [`matches_timer`] allows.
+pub fn matches_coarse_timer(observed_ns: i64, nominal_ns: i64, tick_ns: i64) -> bool {
+    let (lo, hi) = timer_window(nominal_ns);
+    observed_ns >= lo - tick_ns.max(0) && observed_ns <= hi
+}
+
 /// The first of `nominals_ns` that `observed_ns` matches (see [`matches_timer`]), by index.
 pub fn match_any(observed_ns: i64, nominals_ns: &[i64]) -> Option<usize> {
     nominals_ns

@@ -60,7 +60,7 @@
 
 use pcapsleuth_core::time::ns_to_ms;
 use pcapsleuth_core::{Direction, Endpoint, FrameNo, SeqNum, StreamId, Timestamp};
-use pcapsleuth_detect::timer::matches_timer;
+use pcapsleuth_detect::timer::{matches_coarse_timer, matches_timer, SLOW_TICK_NS};
 use pcapsleuth_detect::{
     Detector, DetectorInfo, Evidence, Finding, FinishContext, FlowEvent, Severity,
 };
@@ -76,6 +76,15 @@ pub const ID: &str = "syn-retransmit";
 /// (RFC 6298 and every known stack wait ≥ 200 ms): another sighting of the
 /// same packet, counted in `duplicate_sightings`.
 const MIN_RETRY_GAP_NS: i64 = 100_000_000;
+
+/// A client failing to connect to at least this many distinct services
+/// (ip:port) in one capture is sweeping (port scan, P2P peer list): its
+/// unanswered SYNs are reported as info.
+const SWEEP_MIN_SERVICES: usize = 5;
+
+/// SYN retries all sooner than this (ns, Linux `TCP_RTO_MIN` 200 ms) are not
+/// a kernel SYN timer.
+const TOOL_RETRY_GAP_NS: i64 = 200_000_000;
 
 /// Two SYNs with one ISN to one server this close (ns) are one connection seen
 /// before and after NAT (seed 002: veth/cni0 vs eth0).
@@ -142,10 +151,17 @@ pub fn ladder_for(gaps_ns: &[i64]) -> (&'static str, &'static str) {
         .iter()
         .filter(|l| {
             gaps_ns.len() <= l.gaps_s.len()
-                && gaps_ns
-                    .iter()
-                    .zip(l.gaps_s)
-                    .all(|(&g, &n)| matches_timer(g, n * 1_000_000_000))
+                && gaps_ns.iter().zip(l.gaps_s).enumerate().all(|(i, (&g, &n))| {
+                    let nominal = n * 1_000_000_000;
+                    // 3 s stacks (Windows, BSD-derived) run the SYN timer off a
+                    // coarse 500 ms tick: the first retry comes up to one tick
+                    // early (2.9 s gaps in the public corpus).
+                    if i == 0 && n == 3 {
+                        matches_coarse_timer(g, nominal, SLOW_TICK_NS)
+                    } else {
+                        matches_timer(g, nominal)
+                    }
+                })
         })
         .collect();
     match matching.as_slice() {
@@ -476,6 +492,21 @@ impl Detector for SynRetransmit {
                 }
             }
         }
+        // Per client address: distinct services it failed to connect to
+        // (never answered, refused, or SYN/ACK never acknowledged).
+        let mut client_failed: HashMap<std::net::IpAddr, std::collections::BTreeSet<String>> =
+            HashMap::new();
+        for (i, a) in self.attempts.iter().enumerate() {
+            if a.connected() {
+                continue;
+            }
+            if let (Some((c, _)), Some(Some(key))) = (self.server_of(a, ctx), server_keys.get(i)) {
+                client_failed
+                    .entry(c.addr)
+                    .or_default()
+                    .insert(key.clone());
+            }
+        }
         let mut out = Vec::new();
         for (i, a) in self.attempts.iter().enumerate() {
             if !a.delayed() || a.refused_at_once() {
@@ -493,14 +524,26 @@ impl Detector for SynRetransmit {
             let client = ends.map(|(c, _)| sock(c)).unwrap_or_default();
             let st = services.get(&service);
             let (svc_conn, svc_delayed) = st.map_or((0, 0), |s| (s.connections, s.delayed));
+            // No NAT on loopback: the same shape there is a full listen queue.
+            let loopback = ends.is_some_and(|(c, s)| c.addr.is_loopback() || c.addr == s.addr);
+            // The same SYN seen in another stream (after NAT) only from a retry on:
+            // the first SYN died inside the host, between the capture points.
+            let nat_view = twins.iter().find(|b| {
+                b.syns
+                    .first()
+                    .zip(a.syns.get(1))
+                    .is_some_and(|(bf, second)| bf.ts.0 >= second.ts.0 - SAME_ISN_WINDOW_NS)
+            });
+            // One delayed connection among many is one lost SYN, not a shape,
+            // unless a NAT view shows it died inside the host (seed 002) or the
+            // path is loopback (nothing but a full listen queue drops there).
             let burst_shape = st.is_some_and(|s| {
                 s.connections >= 4
+                    && (s.delayed >= 2 || nat_view.is_some() || loopback)
                     && s.delayed >= 1
                     && s.delayed * 2 < s.connections
                     && s.race_sized == s.delayed
             });
-            // No NAT on loopback: the same shape there is a full listen queue.
-            let loopback = ends.is_some_and(|(c, s)| c.addr.is_loopback() || c.addr == s.addr);
             let race = burst_shape && !loopback;
             let gaps = a.gaps_ns();
             let (ladder, ladder_short) = ladder_for(&gaps);
@@ -514,7 +557,26 @@ impl Detector for SynRetransmit {
             } else {
                 format!("the SYN/ACK was sent {} times", a.synack_retransmits + 1)
             };
-            let mut summary = if connected {
+            // "over X ms" only says something when there are several gaps.
+            let span = if gaps.len() > 1 {
+                format!(" over {:.1} ms", ns_to_ms(delay_ns))
+            } else {
+                String::new()
+            };
+            let unacked = a.synack_unacknowledged();
+            let mut summary = if unacked {
+                let first_sa = a.synacks.first().map_or(0, |t| t.ts.0 - first.ts.0);
+                let sa_span = match (a.synacks.first(), a.synacks.last()) {
+                    (Some(f), Some(l)) => l.ts.0 - f.ts.0,
+                    _ => 0,
+                };
+                format!(
+                    "Connection {client} -> {service} never completed its handshake: the server answered {:.1} ms after the SYN and sent its SYN/ACK {} times over {:.1} ms, but the client never acknowledged it (the SYN/ACK was dropped between the capture point and the client, e.g. by a host firewall, or the client had given up).",
+                    ns_to_ms(first_sa),
+                    a.synacks.len(),
+                    ns_to_ms(sa_span)
+                )
+            } else if connected {
                 format!(
                     "Connection {client} -> {service} was set up {:.1} ms late: {what} {} ({ladder_short}), so the first SYN or its SYN/ACK was lost.",
                     ns_to_ms(delay_ns),
@@ -522,25 +584,24 @@ impl Detector for SynRetransmit {
                 )
             } else if refused {
                 format!(
-                    "Connection {client} -> {service} was refused (RST) only after {what} over {:.1} ms {} ({ladder_short}).",
-                    ns_to_ms(delay_ns),
+                    "Connection {client} -> {service} was refused (RST) only after {what}{span} {} ({ladder_short}).",
                     fmt_gaps(&gaps)
                 )
             } else {
                 format!(
-                    "Connection {client} -> {service} was never answered: {what} over {:.1} ms {} ({ladder_short}) and no SYN/ACK was captured.",
-                    ns_to_ms(delay_ns),
+                    "Connection {client} -> {service} was never answered: {what}{span} {} ({ladder_short}) and no SYN/ACK was captured.",
                     fmt_gaps(&gaps)
                 )
             };
-            // The same SYN seen in another stream (after NAT) only from a retry on:
-            // the first SYN died inside the host, between the capture points.
-            let nat_view = twins.iter().find(|b| {
-                b.syns
-                    .first()
-                    .zip(a.syns.get(1))
-                    .is_some_and(|(bf, second)| bf.ts.0 >= second.ts.0 - SAME_ISN_WINDOW_NS)
-            });
+            if a.syns_after_synack > 0 && !unacked {
+                if let Some(sa) = a.synacks.first() {
+                    summary.push_str(&format!(
+                        " A SYN/ACK (frame {}) was captured {:.1} ms after the first SYN, yet the client sent its SYN again: that SYN/ACK was lost between the capture point and the client.",
+                        sa.frame,
+                        ns_to_ms(sa.ts.0 - first.ts.0)
+                    ));
+                }
+            }
             if let Some(b) = nat_view {
                 let other = self
                     .server_of(b, ctx)
@@ -565,7 +626,9 @@ impl Detector for SynRetransmit {
                     " {svc_delayed} of {svc_conn} connections to {service} were delayed by ~1 s or ~3 s while the rest connected at once; on this host-local path (no NAT) that is the shape of a full listen queue."
                 ));
             }
-            let remedy = if race {
+            let remedy = if unacked {
+                "Capture on the client host itself (after its firewall) to see whether the SYN/ACK arrives; check host firewall / conntrack rules dropping the SYN/ACK (iptables INPUT counters, `conntrack -S` invalid), and whether the application abandoned the connect() before the answer."
+            } else if race {
                 "Make SNAT port allocation fully random (`iptables -t nat ... -j MASQUERADE --random-fully`, NF_NAT_RANGE_PROTO_RANDOM_FULLY) or run a kernel with conntrack clash resolution; confirm with `conntrack -S` insert_failed counting the lost SYNs. If instead the server's `nstat TcpExtListenOverflows` grows, raise its listen backlog (net.core.somaxconn, listen())."
             } else if burst_shape {
                 "Raise the server's listen backlog (listen() argument, net.core.somaxconn, net.ipv4.tcp_max_syn_backlog) or accept faster; confirm with `nstat TcpExtListenOverflows` / `TcpExtListenDrops`."
@@ -574,7 +637,26 @@ impl Detector for SynRetransmit {
             } else {
                 "Check that the server is reachable and listening and that no firewall silently drops the SYN (capture on the server side and on each hop)."
             };
-            let severity = if connected || refused {
+            // Sub-TCP_RTO_MIN retries (200 ms, Linux `TCP_RTO_MIN`; RFC 6298
+            // allows no less than 1 s) come from a raw-socket tool, not a
+            // kernel SYN timer (nmap's probes repeat at ~175 ms).
+            let tool_retries = !gaps.is_empty() && gaps.iter().all(|&g| g < TOOL_RETRY_GAP_NS);
+            let failed_services = ends
+                .and_then(|(c, _)| client_failed.get(&c.addr))
+                .map_or(0, |s| s.len());
+            let sweep = !connected && failed_services >= SWEEP_MIN_SERVICES;
+            if sweep {
+                summary.push_str(&format!(
+                    " This client failed to reach {failed_services} different services in this capture (a port or address sweep, e.g. a scanner or a peer-to-peer client trying stale peers): one unreachable target among many is expected, not an outage."
+                ));
+            } else if tool_retries && !connected && !refused {
+                summary.push_str(
+                    " The SYNs repeat faster than any kernel SYN timer (< 200 ms): a raw-socket tool such as a scanner, not a stalled application.",
+                );
+            }
+            let severity = if sweep || (tool_retries && !connected && !refused) {
+                Severity::Info
+            } else if connected || refused {
                 Severity::Warning
             } else {
                 Severity::Error
@@ -616,6 +698,9 @@ impl Detector for SynRetransmit {
             );
             ev.insert("ladder".into(), json!(ladder));
             ev.insert("connected".into(), json!(connected));
+            ev.insert("synack_unacknowledged".into(), json!(unacked));
+            ev.insert("syns_after_synack".into(), json!(a.syns_after_synack));
+            ev.insert("client_failed_services".into(), json!(failed_services));
             ev.insert("refused".into(), json!(refused));
             ev.insert("duplicate_sightings".into(), json!(a.duplicates.len()));
             ev.insert("service".into(), json!(service));
