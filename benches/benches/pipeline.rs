@@ -41,7 +41,11 @@ fn ingest_decode_flow(path: &Path) -> u64 {
     let mut flows = FlowTable::new(FlowConfig::default());
     let mut events = Vec::with_capacity(16);
     while let Some(f) = r.next_frame().expect("reads") {
-        let meta = PacketMeta { frame: f.number, ts: f.ts, interface: f.interface };
+        let meta = PacketMeta {
+            frame: f.number,
+            ts: f.ts,
+            interface: f.interface,
+        };
         let decoded = d.decode(f.linktype.0, f.data);
         events.clear();
         black_box(flows.on_packet(&meta, &decoded, &mut events));
@@ -52,19 +56,33 @@ fn ingest_decode_flow(path: &Path) -> u64 {
 }
 
 fn stages(c: &mut Criterion) {
-    let (path, stats) = pcapsleuth_benches::synthetic_capture().expect("synthetic capture written to the temp dir");
-    eprintln!("synthetic capture {}: {} bytes, {} packets, {} connections", path.display(), stats.bytes, stats.packets, stats.connections);
+    let (path, stats) =
+        pcapsleuth_benches::synthetic_capture().expect("synthetic capture written to the temp dir");
+    eprintln!(
+        "synthetic capture {}: {} bytes, {} packets, {} connections",
+        path.display(),
+        stats.bytes,
+        stats.packets,
+        stats.connections
+    );
     let mut g = c.benchmark_group("synthetic");
     g.throughput(Throughput::Bytes(stats.bytes));
     g.sample_size(10);
     g.measurement_time(Duration::from_secs(10));
     g.bench_function("a_ingest", |b| b.iter(|| black_box(ingest(&path))));
-    g.bench_function("b_ingest_decode", |b| b.iter(|| black_box(ingest_decode(&path))));
-    g.bench_function("c_ingest_decode_flow", |b| b.iter(|| black_box(ingest_decode_flow(&path))));
-    g.bench_function("d_analyze", |b| b.iter(|| black_box(analyze_path(&path, &AnalyzeOptions::default()))));
+    g.bench_function("b_ingest_decode", |b| {
+        b.iter(|| black_box(ingest_decode(&path)))
+    });
+    g.bench_function("c_ingest_decode_flow", |b| {
+        b.iter(|| black_box(ingest_decode_flow(&path)))
+    });
+    g.bench_function("d_analyze", |b| {
+        b.iter(|| black_box(analyze_path(&path, &AnalyzeOptions::default())))
+    });
     g.finish();
 
-    let real = pcapsleuth_testkit::shared_dir().map(|d| d.join("captures/derived__bench/real-traffic-merged-ethernet.pcap"));
+    let real = pcapsleuth_testkit::shared_dir()
+        .map(|d| d.join("captures/derived__bench/real-traffic-merged-ethernet.pcap"));
     if let Some(real) = real.filter(|p| p.is_file()) {
         let bytes = std::fs::metadata(&real).map(|m| m.len()).unwrap_or(0);
         let mut g = c.benchmark_group("real-merged");
@@ -72,7 +90,9 @@ fn stages(c: &mut Criterion) {
         g.sample_size(10);
         g.measurement_time(Duration::from_secs(10));
         g.bench_function("a_ingest", |b| b.iter(|| black_box(ingest(&real))));
-        g.bench_function("d_analyze", |b| b.iter(|| black_box(analyze_path(&real, &AnalyzeOptions::default()))));
+        g.bench_function("d_analyze", |b| {
+            b.iter(|| black_box(analyze_path(&real, &AnalyzeOptions::default())))
+        });
         g.finish();
     }
     let _ = std::fs::remove_file(&path);

@@ -74,15 +74,40 @@ fn csum_fold(mut sum: u32) -> u16 {
 
 /// Build one Ethernet/IPv4/TCP frame into `out` (cleared first).
 #[allow(clippy::too_many_arguments)]
-fn tcp_frame(out: &mut Vec<u8>, src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, seq: u32, ack: u32, flags: u8, payload: usize) {
+fn tcp_frame(
+    out: &mut Vec<u8>,
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: usize,
+) {
     out.clear();
     // Ethernet: dst MAC, src MAC, IPv4 ethertype.
-    out.extend_from_slice(&[0x02, 0, 0, 0, dst[2], dst[3], 0x02, 0, 0, 0, src[2], src[3], 0x08, 0x00]);
+    out.extend_from_slice(&[
+        0x02, 0, 0, 0, dst[2], dst[3], 0x02, 0, 0, 0, src[2], src[3], 0x08, 0x00,
+    ]);
     let syn = flags & 0x02 != 0;
     let tcp_len = if syn { 24 } else { 20 };
     let total = 20 + tcp_len + payload;
     let ip_start = out.len();
-    out.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8, 0, 0, 0x40, 0, 64, 6, 0, 0]);
+    out.extend_from_slice(&[
+        0x45,
+        0,
+        (total >> 8) as u8,
+        total as u8,
+        0,
+        0,
+        0x40,
+        0,
+        64,
+        6,
+        0,
+        0,
+    ]);
     out.extend_from_slice(&src);
     out.extend_from_slice(&dst);
     let ipsum = csum_fold(csum_add(0, &out[ip_start..ip_start + 20]));
@@ -114,11 +139,21 @@ fn tcp_frame(out: &mut Vec<u8>, src: [u8; 4], dst: [u8; 4], sport: u16, dport: u
 ///
 /// # Errors
 /// I/O errors creating or writing the file.
-pub fn write_synthetic_pcap(path: &Path, target_bytes: u64, concurrency: usize) -> io::Result<SynthStats> {
+pub fn write_synthetic_pcap(
+    path: &Path,
+    target_bytes: u64,
+    concurrency: usize,
+) -> io::Result<SynthStats> {
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     // pcap header: LE µs magic, 2.4, snaplen 262144, Ethernet.
-    w.write_all(&[0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1, 0, 0, 0])?;
-    let mut stats = SynthStats { bytes: 24, packets: 0, connections: 0 };
+    w.write_all(&[
+        0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1, 0, 0, 0,
+    ])?;
+    let mut stats = SynthStats {
+        bytes: 24,
+        packets: 0,
+        connections: 0,
+    };
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut ts_us: u64 = 1_700_000_000_000_000;
     let mut frame = Vec::with_capacity(1600);
@@ -152,16 +187,22 @@ pub fn write_synthetic_pcap(path: &Path, target_bytes: u64, concurrency: usize) 
                 c.state = 1;
             }
             1 => {
-                tcp_frame(&mut frame, sv, cl, c.sport, c.cport, c.sseq, c.cseq, 0x12, 0);
+                tcp_frame(
+                    &mut frame, sv, cl, c.sport, c.cport, c.sseq, c.cseq, 0x12, 0,
+                );
                 c.sseq = c.sseq.wrapping_add(1);
                 c.state = 2;
             }
             2 => {
-                tcp_frame(&mut frame, cl, sv, c.cport, c.sport, c.cseq, c.sseq, 0x10, 0);
+                tcp_frame(
+                    &mut frame, cl, sv, c.cport, c.sport, c.cseq, c.sseq, 0x10, 0,
+                );
                 c.state = 3;
             }
             3 if c.remaining > 0 && c.unacked < 2 => {
-                tcp_frame(&mut frame, sv, cl, c.sport, c.cport, c.sseq, c.cseq, 0x18, 1448);
+                tcp_frame(
+                    &mut frame, sv, cl, c.sport, c.cport, c.sseq, c.cseq, 0x18, 1448,
+                );
                 if rng.below(400) == 0 {
                     delayed.push((ts_us + 200_000, frame.clone()));
                 }
@@ -170,16 +211,22 @@ pub fn write_synthetic_pcap(path: &Path, target_bytes: u64, concurrency: usize) 
                 c.unacked += 1;
             }
             3 if c.unacked > 0 => {
-                tcp_frame(&mut frame, cl, sv, c.cport, c.sport, c.cseq, c.sseq, 0x10, 0);
+                tcp_frame(
+                    &mut frame, cl, sv, c.cport, c.sport, c.cseq, c.sseq, 0x10, 0,
+                );
                 c.unacked = 0;
             }
             3 => {
-                tcp_frame(&mut frame, sv, cl, c.sport, c.cport, c.sseq, c.cseq, 0x11, 0);
+                tcp_frame(
+                    &mut frame, sv, cl, c.sport, c.cport, c.sseq, c.cseq, 0x11, 0,
+                );
                 c.sseq = c.sseq.wrapping_add(1);
                 c.state = 4;
             }
             _ => {
-                tcp_frame(&mut frame, cl, sv, c.cport, c.sport, c.cseq, c.sseq, 0x11, 0);
+                tcp_frame(
+                    &mut frame, cl, sv, c.cport, c.sport, c.cseq, c.sseq, 0x11, 0,
+                );
                 done = true;
             }
         }
@@ -199,7 +246,12 @@ pub fn write_synthetic_pcap(path: &Path, target_bytes: u64, concurrency: usize) 
     Ok(stats)
 }
 
-fn write_record(w: &mut impl Write, ts_us: u64, frame: &[u8], stats: &mut SynthStats) -> io::Result<()> {
+fn write_record(
+    w: &mut impl Write,
+    ts_us: u64,
+    frame: &[u8],
+    stats: &mut SynthStats,
+) -> io::Result<()> {
     let len = frame.len() as u32;
     w.write_all(&((ts_us / 1_000_000) as u32).to_le_bytes())?;
     w.write_all(&((ts_us % 1_000_000) as u32).to_le_bytes())?;
@@ -240,7 +292,8 @@ mod tests {
     /// frame decodes to IPv4, and the flow table sees every connection.
     #[test]
     fn synthetic_capture_reads_back() {
-        let path = std::env::temp_dir().join(format!("pcapsleuth-synth-test-{}.pcap", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("pcapsleuth-synth-test-{}.pcap", std::process::id()));
         let stats = write_synthetic_pcap(&path, 2 * 1024 * 1024, 300).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), stats.bytes);
         assert!(stats.bytes >= 2 * 1024 * 1024 && stats.connections >= 300);
@@ -252,8 +305,21 @@ mod tests {
         while let Some(f) = r.next_frame().unwrap() {
             n += 1;
             let decoded = d.decode(f.linktype.0, f.data);
-            assert!(decoded.ip.is_some() && decoded.stop.is_none(), "frame {}: {:?}", f.number, decoded.stop);
-            flows.on_packet(&PacketMeta { frame: f.number, ts: f.ts, interface: f.interface }, &decoded, &mut events);
+            assert!(
+                decoded.ip.is_some() && decoded.stop.is_none(),
+                "frame {}: {:?}",
+                f.number,
+                decoded.stop
+            );
+            flows.on_packet(
+                &PacketMeta {
+                    frame: f.number,
+                    ts: f.ts,
+                    interface: f.interface,
+                },
+                &decoded,
+                &mut events,
+            );
         }
         assert!(r.warnings().is_empty());
         assert_eq!(n, stats.packets);

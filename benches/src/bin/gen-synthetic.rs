@@ -7,9 +7,22 @@ fn main() {
         eprintln!("usage: gen-synthetic OUT [MEGABYTES]");
         std::process::exit(2);
     };
-    let mb: u64 = args.next().and_then(|s| s.to_str()?.parse().ok()).unwrap_or(64);
-    match pcapsleuth_benches::write_synthetic_pcap(out.as_ref(), mb * 1024 * 1024, pcapsleuth_benches::DEFAULT_CONCURRENCY) {
-        Ok(s) => println!("{}: {} bytes, {} packets, {} connections", out.to_string_lossy(), s.bytes, s.packets, s.connections),
+    let mb: u64 = args
+        .next()
+        .and_then(|s| s.to_str()?.parse().ok())
+        .unwrap_or(64);
+    match pcapsleuth_benches::write_synthetic_pcap(
+        out.as_ref(),
+        mb * 1024 * 1024,
+        pcapsleuth_benches::DEFAULT_CONCURRENCY,
+    ) {
+        Ok(s) => println!(
+            "{}: {} bytes, {} packets, {} connections",
+            out.to_string_lossy(),
+            s.bytes,
+            s.packets,
+            s.connections
+        ),
         Err(e) => {
             eprintln!("gen-synthetic: {e}");
             std::process::exit(1);

@@ -17,7 +17,11 @@
 //! Developer aids: `PCAPSLEUTH_TSHARK_CACHE=DIR` reuses tshark outputs stored
 //! as `DIR/<path relative to shared, '/' → '_'>.analysis.tsv`;
 //! `PCAPSLEUTH_ANALYSIS_DIRECT=1` feeds `StreamAnalyzer` directly using
-//! tshark's own `tcp.stream` ids (isolates the classifier from the flow table).
+//! tshark's own `tcp.stream` ids (isolates the classifier from the flow table);
+//! `PCAPSLEUTH_ANALYSIS_ONLY=substring` checks matching captures only and lists
+//! every disagreement; `PCAPSLEUTH_ANALYSIS_TRACE=1` (direct mode) prints every
+//! segment; `PCAPSLEUTH_ANALYSIS_DIFFS=1` prints every corrected-vs-Wireshark
+//! difference.
 
 use pcapsleuth_analyze::{dump_analysis, AnalysisRow};
 use pcapsleuth_decode::{Decoder, Transport};
@@ -501,6 +505,13 @@ fn write_docs(results: &[Outcome], table: &str, frames: usize) {
          ≥ 99.5 % both ways for every row.\n\n{table}\n\
          Captures with disagreements (flag-frames, first examples):\n\n\
          | capture | disagreements | examples |\n|---|---:|---|\n{misses}\n\
+         Not asserted here, measured once with the classifier fed tshark's own stream ids \
+         (2026-11-23, all captures but the bench merge): Wireshark-compatible \
+         `tcp.analysis.bytes_in_flight` equal on 218 692 of 218 724 frames (the rest are fuzzed \
+         streams with garbage sequence numbers and a malformed-option SYN, see \
+         `StreamAnalyzer::on_segment`), `tcp.analysis.ack_rtt` on 122 201 of 122 252 (the rest are \
+         captures whose timestamps do not fit in i64 nanoseconds), \
+         `tcp.analysis.duplicate_ack_frame` on 4 655 of 4 655.\n\n\
          Regenerate with `PCAPSLEUTH_UPDATE_DOCS=1 cargo test -p pcapsleuth-analyze --test tshark_analysis -- --nocapture`.\n",
         results.len()
     );
@@ -545,52 +556,4 @@ fn write_docs(results: &[Outcome], table: &str, frames: usize) {
         }
     );
     let _ = std::fs::write(docs.join("tcp-analysis-differences.md"), differences);
-}
-
-#[test]
-#[ignore]
-fn tmp_extras() {
-    let shared = shared_dir().unwrap();
-    let mut files = captures_under(&shared.join("captures"));
-    files.extend(captures_under(&shared.join("lab")));
-    files.retain(|p| !p.to_string_lossy().contains("derived__bench"));
-    let mut agree = [0u64; 3];
-    let mut total = [0u64; 3];
-    let mut shown = 0;
-    for p in &files {
-        let out = Command::new("tshark").arg("-n").arg("-r").arg(p).args(["-T", "fields", "-E", "separator=/t", "-e", "frame.number", "-e", "tcp.stream", "-e", "tcp.analysis.bytes_in_flight", "-e", "tcp.analysis.ack_rtt", "-e", "tcp.analysis.duplicate_ack_frame"]).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut tmap: TsharkFrames = HashMap::new();
-        let mut extra: HashMap<u64, (String, String, String)> = HashMap::new();
-        for line in text.lines() {
-            let c: Vec<&str> = line.split('\t').collect();
-            if c.len() < 5 || c[1].is_empty() || c[1].contains(',') { continue; }
-            let f: u64 = c[0].parse().unwrap();
-            tmap.insert(f, ([0; NFIELDS], c[1].parse().ok()));
-            extra.insert(f, (c[2].to_string(), c[3].to_string(), c[4].split(',').next().unwrap_or("").to_string()));
-        }
-        // Re-run direct with full verdicts.
-        let Ok(mut reader) = CaptureReader::open(p) else { continue };
-        let mut decoder = Decoder::new();
-        let mut an: HashMap<u64, (StreamAnalyzer, (std::net::IpAddr, u16))> = HashMap::new();
-        while let Ok(Some(frame)) = reader.next_frame() {
-            let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
-            let Some((_, Some(stream))) = tmap.get(&frame.number) else { continue };
-            let (Transport::Tcp(seg), Some(ip)) = (decoded.transport, decoded.ip) else { continue };
-            let src = (ip.src, seg.src_port);
-            let (a, first) = an.entry(*stream).or_insert_with(|| (StreamAnalyzer::new(), src));
-            let dir = if *first == src { pcapsleuth_core::Direction::ClientToServer } else { pcapsleuth_core::Direction::ServerToClient };
-            let v = a.on_segment(&SegmentInput { frame: frame.number, ts: frame.ts, dir, seg: &seg, duplicate_of: None, new_stream_on_syn: false });
-            let (b, r, d) = extra.get(&frame.number).cloned().unwrap_or_default();
-            let ours_b = v.wireshark_bytes_in_flight.map(|x| x.to_string()).unwrap_or_default();
-            let ours_r = v.wireshark_ack_rtt_ns.map(|x| format!("{}.{:09}", x / 1_000_000_000, x % 1_000_000_000)).unwrap_or_default();
-            let ours_d = v.wireshark_dup_ack_frame.map(|x| x.to_string()).unwrap_or_default();
-            for (i, (t, o)) in [(b, ours_b), (r, ours_r), (d, ours_d)].into_iter().enumerate() {
-                if t.is_empty() && o.is_empty() { continue; }
-                total[i] += 1;
-                if t == o { agree[i] += 1; } else if shown < 400 { shown += 1; println!("{} f{} field{i}: tshark={t} ours={o}", p.display(), frame.number); }
-            }
-        }
-    }
-    println!("bif {}/{} rtt {}/{} dupframe {}/{}", agree[0], total[0], agree[1], total[1], agree[2], total[2]);
 }

@@ -95,7 +95,11 @@ pub enum AnnotateError {
 /// Line breaks in the summary are replaced by spaces so the comment stays on
 /// one line in Wireshark's packet list.
 pub fn comment_for(f: &Finding) -> String {
-    let summary: String = f.summary.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }).collect();
+    let summary: String = f
+        .summary
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
     format!("pcapsleuth {}: {}", f.detector, summary)
 }
 
@@ -123,14 +127,21 @@ pub fn comments_by_frame(report: &CaptureReport) -> BTreeMap<u64, Vec<String>> {
 /// tail is not an error: the frames before it are written),
 /// [`AnnotateError::Write`] if `out` cannot be created or written,
 /// [`AnnotateError::SameFile`] if `out` is `input`.
-pub fn annotate(input: &Path, report: &CaptureReport, out: &Path) -> Result<AnnotateStats, AnnotateError> {
+pub fn annotate(
+    input: &Path,
+    report: &CaptureReport,
+    out: &Path,
+) -> Result<AnnotateStats, AnnotateError> {
     if let (Ok(a), Ok(b)) = (input.canonicalize(), out.canonicalize()) {
         if a == b {
             return Err(AnnotateError::SameFile(out.to_path_buf()));
         }
     }
     let mut reader = CaptureReader::open(input)?;
-    let werr = |source| AnnotateError::Write { path: out.to_path_buf(), source };
+    let werr = |source| AnnotateError::Write {
+        path: out.to_path_buf(),
+        source,
+    };
     let file = File::create(out).map_err(werr)?;
     let mut w = NgWriter::new(BufWriter::with_capacity(256 * 1024, file));
     w.section_header("pcapsleuth-annotate").map_err(werr)?;
@@ -148,7 +159,13 @@ pub fn annotate(input: &Path, report: &CaptureReport, out: &Path) -> Result<Anno
             Some(frame) => {
                 data.clear();
                 data.extend_from_slice(frame.data);
-                (frame.number, frame.ts.0, frame.interface as usize, frame.orig_len, frame.linktype.0)
+                (
+                    frame.number,
+                    frame.ts.0,
+                    frame.interface as usize,
+                    frame.orig_len,
+                    frame.linktype.0,
+                )
             }
         };
         // Non-packet frames skipped by the reader: keep numbering aligned.
@@ -160,7 +177,8 @@ pub fn annotate(input: &Path, report: &CaptureReport, out: &Path) -> Result<Anno
         expected = number.saturating_add(1);
         // Interfaces are announced by the reader as it meets their IDBs;
         // write every IDB up to the one this packet needs.
-        idbs_written = write_idbs(&mut w, &reader, idbs_written, iface + 1, Some(linktype)).map_err(werr)?;
+        idbs_written =
+            write_idbs(&mut w, &reader, idbs_written, iface + 1, Some(linktype)).map_err(werr)?;
         let ts = u64::try_from(ts).unwrap_or_else(|_| {
             stats.clamped_timestamps += 1;
             0
@@ -206,8 +224,16 @@ fn write_idbs<W: Write>(
     let mut n = from;
     while n < to {
         let idb = match (ifaces.get(n), fallback) {
-            (Some(i), _) => Idb { linktype: i.linktype.0, snaplen: i.snaplen, name: i.name.clone() },
-            (None, Some(lt)) => Idb { linktype: lt, snaplen: 0, name: None },
+            (Some(i), _) => Idb {
+                linktype: i.linktype.0,
+                snaplen: i.snaplen,
+                name: i.name.clone(),
+            },
+            (None, Some(lt)) => Idb {
+                linktype: lt,
+                snaplen: 0,
+                name: None,
+            },
             (None, None) => break,
         };
         w.interface(&idb)?;

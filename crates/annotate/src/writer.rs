@@ -68,21 +68,26 @@ fn push_option(b: &mut Vec<u8>, code: u16, value: &[u8], text: bool) {
 
 /// Pad `b` with zeros to a multiple of 4 bytes.
 fn pad4(b: &mut Vec<u8>) {
-    while b.len() % 4 != 0 {
-        b.push(0);
-    }
+    let pad = (4 - b.len() % 4) % 4;
+    b.resize(b.len() + pad, 0);
 }
 
 impl<W: Write> NgWriter<W> {
     /// A writer over `out`.
     pub fn new(out: W) -> Self {
-        NgWriter { out, block: Vec::with_capacity(4096) }
+        NgWriter {
+            out,
+            block: Vec::with_capacity(4096),
+        }
     }
 
     /// Frame the body in `self.block` as a block of `block_type` and write it.
     fn emit(&mut self, block_type: u32, body_and_options: &[u8]) -> io::Result<()> {
-        let total = 12usize.checked_add(body_and_options.len()).ok_or_else(|| io::Error::other("block too large"))?;
-        let total = u32::try_from(total).map_err(|_| io::Error::other("block larger than 4 GiB"))?;
+        let total = 12usize
+            .checked_add(body_and_options.len())
+            .ok_or_else(|| io::Error::other("block too large"))?;
+        let total =
+            u32::try_from(total).map_err(|_| io::Error::other("block larger than 4 GiB"))?;
         self.out.write_all(&block_type.to_le_bytes())?;
         self.out.write_all(&total.to_le_bytes())?;
         self.out.write_all(body_and_options)?;
@@ -135,10 +140,18 @@ impl<W: Write> NgWriter<W> {
     ///
     /// # Errors
     /// I/O errors of the underlying writer; a packet over 4 GiB.
-    pub fn packet(&mut self, if_id: u32, ts_ns: u64, orig_len: u32, data: &[u8], comments: &[String]) -> io::Result<()> {
+    pub fn packet(
+        &mut self,
+        if_id: u32,
+        ts_ns: u64,
+        orig_len: u32,
+        data: &[u8],
+        comments: &[String],
+    ) -> io::Result<()> {
         let mut b = std::mem::take(&mut self.block);
         b.clear();
-        let caplen = u32::try_from(data.len()).map_err(|_| io::Error::other("packet larger than 4 GiB"))?;
+        let caplen =
+            u32::try_from(data.len()).map_err(|_| io::Error::other("packet larger than 4 GiB"))?;
         b.extend_from_slice(&if_id.to_le_bytes());
         b.extend_from_slice(&((ts_ns >> 32) as u32).to_le_bytes());
         b.extend_from_slice(&(ts_ns as u32).to_le_bytes());
@@ -194,7 +207,8 @@ mod tests {
     #[test]
     fn epb_layout_and_padding() {
         let mut w = NgWriter::new(Vec::new());
-        w.packet(1, 0x1_0000_0002, 60, &[1, 2, 3], &["ab".to_string()]).unwrap();
+        w.packet(1, 0x1_0000_0002, 60, &[1, 2, 3], &["ab".to_string()])
+            .unwrap();
         let b = w.finish().unwrap();
         // 12 framing + 20 header + 4 data (3 padded) + 8 comment + 4 end.
         assert_eq!(b.len(), 48);
@@ -215,7 +229,12 @@ mod tests {
     #[test]
     fn idb_has_ns_resolution() {
         let mut w = NgWriter::new(Vec::new());
-        w.interface(&Idb { linktype: 276, snaplen: 262_144, name: Some("eth0".into()) }).unwrap();
+        w.interface(&Idb {
+            linktype: 276,
+            snaplen: 262_144,
+            name: Some("eth0".into()),
+        })
+        .unwrap();
         let b = w.finish().unwrap();
         assert_eq!(b.len() % 4, 0);
         assert_eq!(u32_at(&b, 0), IDB);

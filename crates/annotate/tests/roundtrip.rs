@@ -3,6 +3,7 @@
 //! frame's length, timestamp and interface are unchanged, and with our reader
 //! that every packet's bytes are unchanged.
 
+use pcapsleuth_analyze::{analyze_path, AnalyzeOptions};
 use pcapsleuth_annotate::{annotate, comment_for};
 use pcapsleuth_core::{Evidence, Finding, Severity};
 use pcapsleuth_ingest::CaptureReader;
@@ -11,23 +12,26 @@ use pcapsleuth_testkit::{in_ci, shared_dir, tshark, tshark_lines};
 use std::path::{Path, PathBuf};
 
 fn finding(detector: &str, summary: &str, frames: Vec<u64>) -> Finding {
-    Finding::new(detector, Severity::Warning, summary.into(), None, Some(0), frames, 0, 0, String::new(), Evidence::new())
+    Finding::new(
+        detector,
+        Severity::Warning,
+        summary.into(),
+        None,
+        Some(0),
+        frames,
+        0,
+        0,
+        String::new(),
+        Evidence::new(),
+    )
 }
 
+/// A report for `path` whose findings are exactly `findings` (the analysis
+/// only supplies the capture facts; detector output is discarded).
 fn report(path: &Path, findings: Vec<Finding>) -> CaptureReport {
-    CaptureReport {
-        path: path.display().to_string(),
-        format: None,
-        packets: 0,
-        first_ts_ns: 0,
-        last_ts_ns: 0,
-        interfaces: Vec::new(),
-        tcp_streams: 0,
-        warnings: Vec::new(),
-        error: None,
-        findings,
-        flows: Vec::new(),
-    }
+    let mut r = analyze_path(path, &AnalyzeOptions::default());
+    r.findings = findings;
+    r
 }
 
 /// Inputs present, or `None` after printing SKIP (panics under CI).
@@ -55,7 +59,13 @@ fn prerequisites(name: &str) -> Option<PathBuf> {
 /// Per-frame `number len cap_len time_epoch interface_id` as tshark prints
 /// them; a legacy pcap has no interface id, which is interface 0.
 fn frame_facts(file: &Path) -> Vec<String> {
-    let fields = ["frame.number", "frame.len", "frame.cap_len", "frame.time_epoch", "frame.interface_id"];
+    let fields = [
+        "frame.number",
+        "frame.len",
+        "frame.cap_len",
+        "frame.time_epoch",
+        "frame.interface_id",
+    ];
     let mut args = vec!["-T", "fields"];
     for f in &fields {
         args.push("-e");
@@ -75,8 +85,14 @@ fn frame_facts(file: &Path) -> Vec<String> {
 }
 
 fn check(name: &str, cited_a: Vec<u64>, cited_b: Vec<u64>, expect_ifaces: u64) {
-    let Some(input) = prerequisites(name) else { return };
-    let a = finding("probe-timer-stall", "first <finding>, with a\nline break", cited_a.clone());
+    let Some(input) = prerequisites(name) else {
+        return;
+    };
+    let a = finding(
+        "probe-timer-stall",
+        "first <finding>, with a\nline break",
+        cited_a.clone(),
+    );
     let b = finding("syn-retransmit", "second finding", cited_b.clone());
     let rep = report(&input, vec![a.clone(), b.clone()]);
     let dir = std::env::temp_dir().join(format!("pcapsleuth-annotate-{}", std::process::id()));
@@ -87,7 +103,11 @@ fn check(name: &str, cited_a: Vec<u64>, cited_b: Vec<u64>, expect_ifaces: u64) {
     let mut cited: Vec<u64> = cited_a.iter().chain(&cited_b).copied().collect();
     cited.sort_unstable();
     cited.dedup();
-    let both: Vec<u64> = cited_a.iter().filter(|f| cited_b.contains(f)).copied().collect();
+    let both: Vec<u64> = cited_a
+        .iter()
+        .filter(|f| cited_b.contains(f))
+        .copied()
+        .collect();
     assert!(!both.is_empty(), "test wants a frame cited twice");
     assert_eq!(stats.annotated_packets, cited.len() as u64);
     assert_eq!(stats.comments, (cited_a.len() + cited_b.len()) as u64);
@@ -95,18 +115,26 @@ fn check(name: &str, cited_a: Vec<u64>, cited_b: Vec<u64>, expect_ifaces: u64) {
     assert_eq!(stats.interfaces, expect_ifaces);
 
     // Exactly the cited frames carry comments.
-    let commented: Vec<u64> = tshark_lines(&out, &["-Y", "frame.comment", "-T", "fields", "-e", "frame.number"])
-        .iter()
-        .map(|l| l.trim().parse().expect("frame number"))
-        .collect();
+    let commented: Vec<u64> = tshark_lines(
+        &out,
+        &["-Y", "frame.comment", "-T", "fields", "-e", "frame.number"],
+    )
+    .iter()
+    .map(|l| l.trim().parse().expect("frame number"))
+    .collect();
     assert_eq!(commented, cited, "{name}: commented frames");
 
     // A frame cited by both findings carries both comments.
     let filter = format!("frame.number == {}", both[0]);
-    let text = tshark_lines(&out, &["-Y", &filter, "-T", "fields", "-e", "frame.comment"]).join("\n");
+    let text = tshark_lines(
+        &out,
+        &["-Y", &filter, "-T", "fields", "-e", "frame.comment"],
+    )
+    .join("\n");
     assert!(text.contains(&comment_for(&a)), "{name}: {text}");
     assert!(text.contains(&comment_for(&b)), "{name}: {text}");
-    assert!(comment_for(&a).starts_with("pcapsleuth probe-timer-stall: first <finding>, with a line break"));
+    assert!(comment_for(&a)
+        .starts_with("pcapsleuth probe-timer-stall: first <finding>, with a line break"));
 
     // Lengths, timestamps (ns) and interfaces unchanged, frame by frame.
     let before = frame_facts(&input);
@@ -123,8 +151,14 @@ fn check(name: &str, cited_a: Vec<u64>, cited_b: Vec<u64>, expect_ifaces: u64) {
     let mut r2 = CaptureReader::open(&out).unwrap();
     let mut n = 0;
     loop {
-        let f1 = r1.next_frame().unwrap().map(|f| (f.number, f.ts, f.interface, f.orig_len, f.data.to_vec()));
-        let f2 = r2.next_frame().unwrap().map(|f| (f.number, f.ts, f.interface, f.orig_len, f.data.to_vec()));
+        let f1 = r1
+            .next_frame()
+            .unwrap()
+            .map(|f| (f.number, f.ts, f.interface, f.orig_len, f.data.to_vec()));
+        let f2 = r2
+            .next_frame()
+            .unwrap()
+            .map(|f| (f.number, f.ts, f.interface, f.orig_len, f.data.to_vec()));
         assert_eq!(f1, f2, "{name}: frame {n} differs");
         if f1.is_none() {
             break;
@@ -132,15 +166,28 @@ fn check(name: &str, cited_a: Vec<u64>, cited_b: Vec<u64>, expect_ifaces: u64) {
         n += 1;
     }
     assert_eq!(n, before.len());
-    let names_in: Vec<_> = r1.interfaces().iter().map(|i| (i.linktype, i.snaplen, i.name.clone())).collect();
-    let names_out: Vec<_> = r2.interfaces().iter().map(|i| (i.linktype, i.snaplen, i.name.clone())).collect();
+    let names_in: Vec<_> = r1
+        .interfaces()
+        .iter()
+        .map(|i| (i.linktype, i.snaplen, i.name.clone()))
+        .collect();
+    let names_out: Vec<_> = r2
+        .interfaces()
+        .iter()
+        .map(|i| (i.linktype, i.snaplen, i.name.clone()))
+        .collect();
     assert_eq!(names_in, names_out, "{name}: interfaces");
     let _ = std::fs::remove_file(&out);
 }
 
 #[test]
 fn pcapng_two_interfaces() {
-    check("probe-timer-200ms.pcapng", vec![1, 2, 300, 634], vec![2, 17], 2);
+    check(
+        "probe-timer-200ms.pcapng",
+        vec![1, 2, 300, 634],
+        vec![2, 17],
+        2,
+    );
 }
 
 #[test]

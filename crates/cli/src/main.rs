@@ -1,7 +1,9 @@
 //! `pcapsleuth`: offline pcap forensics that names why TCP connections stalled.
 //!
 //! Subcommands: `analyze` (report findings in text, JSON, JSON Lines or
-//! Markdown), `check` (CI gate: exit status from finding severities), `flows`
+//! Markdown), `check` (CI gate: exit status from finding severities; both take
+//! `--merge` to analyse all inputs as one capture set, numbered as `mergecap`
+//! would number the merged file), `flows`
 //! (per-flow table), `explain` (what a detector looks for) and `streams`
 //! (frame → `tcp.stream`, for comparison with tshark).
 //!
@@ -14,7 +16,7 @@
 mod inputs;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use pcapsleuth_analyze::{analyze_path, AnalyzeOptions};
+use pcapsleuth_analyze::{analyze_merged, analyze_path, AnalyzeOptions};
 use pcapsleuth_core::Severity;
 use pcapsleuth_report::{
     render_capture_jsonl, render_capture_text, render_flows_json, render_flows_text, render_json,
@@ -96,6 +98,12 @@ enum Cmd {
         /// Write the report to FILE instead of stdout.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
+        /// Treat all inputs as ONE capture set (e.g. per-interface captures of
+        /// one incident): frames interleaved by time exactly as `mergecap`
+        /// does, so frame numbers are those of `mergecap -w merged.pcapng
+        /// INPUT...`; cited frames are also shown as file#frame.
+        #[arg(long)]
+        merge: bool,
         /// Worker threads (default: one per CPU). Output does not depend on it.
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
@@ -109,6 +117,12 @@ enum Cmd {
         /// Lowest severity that fails the check.
         #[arg(long, value_enum, default_value_t = Threshold::Warning)]
         fail_on: Threshold,
+        /// Treat all inputs as ONE capture set (e.g. per-interface captures of
+        /// one incident): frames interleaved by time exactly as `mergecap`
+        /// does, so frame numbers are those of `mergecap -w merged.pcapng
+        /// INPUT...`; cited frames are also shown as file#frame.
+        #[arg(long)]
+        merge: bool,
         /// Worker threads (default: one per CPU).
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
@@ -146,14 +160,16 @@ fn main() {
         Cmd::Analyze {
             format,
             output,
+            merge,
             threads,
             inputs,
-        } => cmd_analyze(format, output.as_deref(), threads, &inputs),
+        } => cmd_analyze(format, output.as_deref(), merge, threads, &inputs),
         Cmd::Check {
             fail_on,
+            merge,
             threads,
             inputs,
-        } => cmd_check(fail_on, threads, &inputs),
+        } => cmd_check(fail_on, merge, threads, &inputs),
         Cmd::Flows {
             format,
             threads,
@@ -286,9 +302,29 @@ fn analyze_ordered(
     Ok(())
 }
 
+/// With `merge`, analyse all `paths` as one merged set and hand its single
+/// report to `emit` (nothing when there is no path); otherwise as
+/// [`analyze_ordered`].
+fn analyze_inputs(
+    paths: &[PathBuf],
+    opts: &AnalyzeOptions,
+    merge: bool,
+    threads: Option<usize>,
+    mut emit: impl FnMut(CaptureReport),
+) -> Result<(), i32> {
+    if !merge {
+        return analyze_ordered(paths, opts, threads, emit);
+    }
+    if !paths.is_empty() {
+        emit(analyze_merged(paths, opts));
+    }
+    Ok(())
+}
+
 fn cmd_analyze(
     format: Format,
     output: Option<&Path>,
+    merge: bool,
     threads: Option<usize>,
     inputs: &[PathBuf],
 ) -> i32 {
@@ -301,7 +337,7 @@ fn cmd_analyze(
     let text_opts = TextOptions { color };
     let mut captures = Vec::new();
     let mut first = true;
-    let res = analyze_ordered(&paths, &AnalyzeOptions::default(), threads, |c| {
+    let res = analyze_inputs(&paths, &AnalyzeOptions::default(), merge, threads, |c| {
         if let Some(e) = &c.error {
             failed = true;
             if format != Format::Text || output.is_some() {
@@ -379,7 +415,7 @@ fn check_line(c: &CaptureReport, threshold: Severity) -> (String, bool) {
     }
 }
 
-fn cmd_check(fail_on: Threshold, threads: Option<usize>, inputs: &[PathBuf]) -> i32 {
+fn cmd_check(fail_on: Threshold, merge: bool, threads: Option<usize>, inputs: &[PathBuf]) -> i32 {
     let (paths, mut unreadable) = expand_inputs(inputs);
     let threshold = fail_on.severity();
     let mut out = match Out::open(None) {
@@ -387,7 +423,7 @@ fn cmd_check(fail_on: Threshold, threads: Option<usize>, inputs: &[PathBuf]) -> 
         Err(code) => return code,
     };
     let mut failed = false;
-    let res = analyze_ordered(&paths, &AnalyzeOptions::default(), threads, |c| {
+    let res = analyze_inputs(&paths, &AnalyzeOptions::default(), merge, threads, |c| {
         let (line, fails) = check_line(&c, threshold);
         unreadable |= c.error.is_some();
         failed |= fails;
@@ -579,6 +615,7 @@ mod tests {
             error: None,
             findings: vec![],
             flows: vec![],
+            sources: vec![],
         };
         assert_eq!(
             check_line(&c, Severity::Info),

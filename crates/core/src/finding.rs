@@ -75,6 +75,21 @@ pub struct Finding {
     pub remedy: String,
     /// Detector-specific facts, units in the key names.
     pub evidence: Evidence,
+    /// Only for a merged capture set (`pcapsleuth analyze --merge`): for each
+    /// entry of `frames`, in the same order, the capture file and that file's
+    /// own `frame.number` it came from. Empty (and omitted from JSON) for a
+    /// single capture, where `frames` already are the file's frame numbers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_frames: Vec<SourceFrame>,
+}
+
+/// One cited frame of a merged capture set, located in its source file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceFrame {
+    /// The source capture's path, as given on the command line.
+    pub file: String,
+    /// Wireshark `frame.number` of the frame within that file (1-based).
+    pub frame: u64,
 }
 
 impl Finding {
@@ -109,6 +124,7 @@ impl Finding {
             stream_filter: tcp_stream.map(|s| format!("tcp.stream eq {s}")),
             remedy,
             evidence,
+            source_frames: Vec::new(),
         }
     }
 }

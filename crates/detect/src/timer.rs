@@ -156,4 +156,26 @@ mod tests {
         );
         assert_eq!(match_any(600 * MS, &[200 * MS, 400 * MS, 800 * MS]), None);
     }
+
+    #[test]
+    fn coarse_slow_tick_allows_one_tick_early() {
+        // (observed ms, nominal ms, matches): Windows XP / BSD SYN retries at
+        // 2.905-2.944 s in the public corpus (sip.pcap, modbus.pcap, gnutella.pcap).
+        let table: &[(i64, i64, bool)] = &[
+            (2905, 3000, true),
+            (2919, 3000, true),
+            (2500, 3000, true),
+            (2400, 3000, false),
+            (3100, 3000, true),
+            (3500, 3000, false),
+        ];
+        for &(obs, nom, want) in table {
+            assert_eq!(
+                matches_coarse_timer(obs * MS, nom * MS, SLOW_TICK_NS),
+                want,
+                "{obs} ms vs {nom} ms"
+            );
+        }
+        assert!(!matches_timer(2919 * MS, 3000 * MS));
+    }
 }

@@ -188,7 +188,10 @@ impl Stream {
         for s in self.sides.iter_mut() {
             s.free_buffers();
         }
-        self.dups = VecDeque::new();
+        // Keep the newest sightings (the closing FIN/ACK or RST is often seen again on
+        // another interface); free the rest.
+        self.dups.drain(..self.dups.len().saturating_sub(4));
+        self.dups.shrink_to_fit();
     }
 }
 

@@ -22,7 +22,10 @@ fn main() {
         std::process::exit(2);
     };
     let opts = AnalyzeOptions::default();
-    let report = Report { schema_version: SCHEMA_VERSION, captures: inputs.iter().map(|p| analyze_path(p, &opts)).collect() };
+    let report = Report {
+        schema_version: SCHEMA_VERSION,
+        captures: inputs.iter().map(|p| analyze_path(p, &opts)).collect(),
+    };
     let series = series_for_report(&report);
     let html = render_html(&report, &series);
     if let Err(e) = std::fs::write(&out, html) {

@@ -106,7 +106,11 @@ pub fn render_html(report: &Report, series: &[FlowSeries]) -> String {
 }
 
 fn render_capture(o: &mut String, ci: usize, c: &CaptureReport, series: &[FlowSeries]) {
-    let _ = writeln!(o, "<section id=\"capture-{ci}\">\n<h2>{}</h2>", esc(&c.path));
+    let _ = writeln!(
+        o,
+        "<section id=\"capture-{ci}\">\n<h2>{}</h2>",
+        esc(&c.path)
+    );
     o.push_str("<table class=\"facts\">");
     let row = |o: &mut String, k: &str, v: &str| {
         let _ = write!(o, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
@@ -116,18 +120,33 @@ fn render_capture(o: &mut String, ci: usize, c: &CaptureReport, series: &[FlowSe
     if c.packets > 0 {
         row(o, "first frame", &format_ts_utc(c.first_ts_ns));
         row(o, "last frame", &format_ts_utc(c.last_ts_ns));
-        row(o, "duration", &format_duration_s(c.last_ts_ns.saturating_sub(c.first_ts_ns)));
+        row(
+            o,
+            "duration",
+            &format_duration_s(c.last_ts_ns.saturating_sub(c.first_ts_ns)),
+        );
     }
     let ifaces: Vec<String> = c
         .interfaces
         .iter()
-        .map(|i| format!("{}: {} ({})", i.id, i.name.as_deref().unwrap_or("unnamed"), i.linktype))
+        .map(|i| {
+            format!(
+                "{}: {} ({})",
+                i.id,
+                i.name.as_deref().unwrap_or("unnamed"),
+                i.linktype
+            )
+        })
         .collect();
     row(o, "interfaces", &ifaces.join("; "));
     row(o, "TCP streams", &c.tcp_streams.to_string());
     row(o, "findings", &c.findings.len().to_string());
     for w in &c.warnings {
-        row(o, "warning", &format!("{} (byte offset {})", w.message, w.offset));
+        row(
+            o,
+            "warning",
+            &format!("{} (byte offset {})", w.message, w.offset),
+        );
     }
     if let Some(e) = &c.error {
         row(o, "error", e);
@@ -139,11 +158,20 @@ fn render_capture(o: &mut String, ci: usize, c: &CaptureReport, series: &[FlowSe
     }
     let prefix = format!("f-{ci}-");
     o.push_str("<h3>Timeline of findings</h3>\n");
-    o.push_str(&svg::timeline(&c.findings, c.first_ts_ns, c.last_ts_ns, &prefix));
+    o.push_str(&svg::timeline(
+        &c.findings,
+        c.first_ts_ns,
+        c.last_ts_ns,
+        &prefix,
+    ));
     o.push('\n');
     render_histograms(o, c);
     for (fi, f) in c.findings.iter().enumerate() {
-        let s = f.tcp_stream.and_then(|st| series.iter().find(|s| s.stream == st && s.capture == c.path));
+        let s = f.tcp_stream.and_then(|st| {
+            series
+                .iter()
+                .find(|s| s.stream == st && s.capture == c.path)
+        });
         render_finding(o, ci, fi, f, s);
     }
     o.push_str("</section>\n");
@@ -154,20 +182,31 @@ fn render_capture(o: &mut String, ci: usize, c: &CaptureReport, series: &[FlowSe
 fn syn_delays_by_service(c: &CaptureReport) -> BTreeMap<String, (Vec<f64>, Option<u64>)> {
     let mut m: BTreeMap<String, (Vec<f64>, Option<u64>)> = BTreeMap::new();
     for f in c.findings.iter().filter(|f| f.detector == "syn-retransmit") {
-        let Some(d) = f.evidence.get("delay_ms").and_then(|v| v.as_f64()) else { continue };
-        let service = f.evidence.get("service").and_then(|v| v.as_str()).map(str::to_string).or_else(|| {
-            f.flow.as_ref().map(|fl| {
-                if fl.server.contains(':') {
-                    format!("[{}]:{}", fl.server, fl.server_port)
-                } else {
-                    format!("{}:{}", fl.server, fl.server_port)
-                }
-            })
-        });
+        let Some(d) = f.evidence.get("delay_ms").and_then(|v| v.as_f64()) else {
+            continue;
+        };
+        let service = f
+            .evidence
+            .get("service")
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+            .or_else(|| {
+                f.flow.as_ref().map(|fl| {
+                    if fl.server.contains(':') {
+                        format!("[{}]:{}", fl.server, fl.server_port)
+                    } else {
+                        format!("{}:{}", fl.server, fl.server_port)
+                    }
+                })
+            });
         let Some(service) = service else { continue };
         let e = m.entry(service).or_default();
         e.0.push(d);
-        if let Some(n) = f.evidence.get("service_connections").and_then(|v| v.as_u64()) {
+        if let Some(n) = f
+            .evidence
+            .get("service_connections")
+            .and_then(|v| v.as_u64())
+        {
             e.1 = Some(n);
         }
     }
@@ -181,11 +220,32 @@ fn render_histograms(o: &mut String, c: &CaptureReport) {
     }
     o.push_str("<h3>Connection-setup delays per service (syn-retransmit)</h3>\n");
     for (service, (delays, total)) in &by {
-        let of = total.map(|t| format!(" of {t} connections seen")).unwrap_or_default();
+        let of = total
+            .map(|t| format!(" of {t} connections seen"))
+            .unwrap_or_default();
         let title = format!("{service}: {} delayed connection(s){of}", delays.len());
         o.push_str(&svg::histogram(delays, &title));
         o.push('\n');
     }
+}
+
+/// A time window around the finding (ns) when it covers less than a quarter
+/// of its flow's duration, so the cited frames get a readable close-up:
+/// the finding's span padded by half its length, 3 % of the flow or 1 ms,
+/// whichever is largest, on each side.
+fn zoom_window(f: &Finding, s: &FlowSeries) -> Option<(i64, i64)> {
+    let first = s.points.first()?.ts_ns;
+    let last = s.points.last()?.ts_ns;
+    let flow_span = last.saturating_sub(first);
+    let span = f.end_ts_ns.saturating_sub(f.start_ts_ns).max(0);
+    if flow_span <= 0 || span.saturating_mul(4) >= flow_span {
+        return None;
+    }
+    let pad = (span / 2).max(flow_span / 33).max(1_000_000);
+    Some((
+        f.start_ts_ns.saturating_sub(pad),
+        f.end_ts_ns.saturating_add(pad),
+    ))
 }
 
 fn render_finding(o: &mut String, ci: usize, fi: usize, f: &Finding, s: Option<&FlowSeries>) {
@@ -196,12 +256,20 @@ fn render_finding(o: &mut String, ci: usize, fi: usize, f: &Finding, s: Option<&
         "<h3><span class=\"sev {sev}\">{sev}</span> #{} {}{}</h3>",
         fi + 1,
         esc(&f.detector),
-        f.tcp_stream.map(|s| format!(" · tcp.stream {s}")).unwrap_or_default()
+        f.tcp_stream
+            .map(|s| format!(" · tcp.stream {s}"))
+            .unwrap_or_default()
     );
     let _ = writeln!(o, "<p>{}</p>", esc(&f.summary));
     o.push_str("<table class=\"facts\">");
     if let Some(fl) = &f.flow {
-        let ep = |a: &str, p: u16| if a.contains(':') { format!("[{a}]:{p}") } else { format!("{a}:{p}") };
+        let ep = |a: &str, p: u16| {
+            if a.contains(':') {
+                format!("[{a}]:{p}")
+            } else {
+                format!("{a}:{p}")
+            }
+        };
         let _ = write!(
             o,
             "<tr><th>flow</th><td>{} {} → {}</td></tr>",
@@ -215,21 +283,43 @@ fn render_finding(o: &mut String, ci: usize, fi: usize, f: &Finding, s: Option<&
         "<tr><th>time</th><td>{} – {} ({})</td></tr>",
         esc(&format_ts_utc(f.start_ts_ns)),
         esc(&format_ts_utc(f.end_ts_ns)),
-        esc(&format_duration_s(f.end_ts_ns.saturating_sub(f.start_ts_ns)))
+        esc(&format_duration_s(
+            f.end_ts_ns.saturating_sub(f.start_ts_ns)
+        ))
     );
-    let _ = write!(o, "<tr><th>frames</th><td>{}</td></tr>", esc(&svg::frames_text(&f.frames, 200)));
-    let _ = write!(o, "<tr><th>Wireshark filter</th><td><code>{}</code></td></tr>", esc(&f.wireshark_filter));
+    let _ = write!(
+        o,
+        "<tr><th>frames</th><td>{}</td></tr>",
+        esc(&svg::frames_text(&f.frames, 200))
+    );
+    let _ = write!(
+        o,
+        "<tr><th>Wireshark filter</th><td><code>{}</code></td></tr>",
+        esc(&f.wireshark_filter)
+    );
     if let Some(sf) = &f.stream_filter {
-        let _ = write!(o, "<tr><th>stream filter</th><td><code>{}</code></td></tr>", esc(sf));
+        let _ = write!(
+            o,
+            "<tr><th>stream filter</th><td><code>{}</code></td></tr>",
+            esc(sf)
+        );
     }
     o.push_str("</table>\n");
     if !f.remedy.is_empty() {
-        let _ = writeln!(o, "<p class=\"remedy\"><b>Remedy:</b> {}</p>", esc(&f.remedy));
+        let _ = writeln!(
+            o,
+            "<p class=\"remedy\"><b>Remedy:</b> {}</p>",
+            esc(&f.remedy)
+        );
     }
     if let Some(s) = s {
         let uid = format!("{ci}-{fi}");
-        o.push_str(&svg::stevens(f, s, &uid));
+        o.push_str(&svg::stevens(f, s, &uid, None));
         o.push('\n');
+        if let Some(win) = zoom_window(f, s) {
+            o.push_str(&svg::stevens(f, s, &format!("{uid}-zoom"), Some(win)));
+            o.push('\n');
+        }
         let _ = writeln!(
             o,
             "<p class=\"legend\"><span><i style=\"background:{}\"></i>data segment (seq…seq+len)</span><span><i style=\"background:{}\"></i>retransmission</span><span><i style=\"background:{}\"></i>peer's cumulative ACK</span><span><i style=\"background:{}\"></i>receive-window right edge (ACK + window)</span><span><i style=\"background:{}\"></i>ICMP error</span><span><i style=\"background:#ced4da\"></i>stall</span><span><i style=\"background:#fff3bf\"></i>finding span</span><span style=\"color:{}\"><b>#N</b> cited frame</span></p>",

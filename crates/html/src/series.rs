@@ -143,12 +143,13 @@ pub fn collect_series(path: &Path, streams: &[u64]) -> Result<Vec<FlowSeries>, S
     let mut decoder = Decoder::new();
     let mut table = FlowTable::new(FlowConfig::default());
     let mut events: Vec<FlowEvent> = Vec::with_capacity(16);
-    loop {
-        let frame = match reader.next_frame() {
-            Ok(Some(f)) => f,
-            Ok(None) | Err(_) => break,
+    // A read error ends the pass; what was read is kept.
+    while let Ok(Some(frame)) = reader.next_frame() {
+        let meta = PacketMeta {
+            frame: frame.number,
+            ts: frame.ts,
+            interface: frame.interface,
         };
-        let meta = PacketMeta { frame: frame.number, ts: frame.ts, interface: frame.interface };
         let decoded = decoder.decode(frame.linktype.0, frame.data);
         events.clear();
         table.on_packet(&meta, &decoded, &mut events);
@@ -188,7 +189,9 @@ fn record(
             });
         }
         FlowEvent::Segment(s) => {
-            let Some(fs) = out.get_mut(&s.stream) else { return };
+            let Some(fs) = out.get_mut(&s.stream) else {
+                return;
+            };
             if s.duplicate_of.is_some() {
                 // Another sighting of a packet already plotted.
                 return;
@@ -212,7 +215,9 @@ fn record(
             });
         }
         FlowEvent::Stall(st) => {
-            let Some(fs) = out.get_mut(&st.stream) else { return };
+            let Some(fs) = out.get_mut(&st.stream) else {
+                return;
+            };
             if fs.markers.len() >= MAX_MARKERS_PER_FLOW {
                 fs.capped = true;
                 return;
@@ -231,7 +236,9 @@ fn record(
         }
         FlowEvent::IcmpError(ic) => {
             let Some(stream) = ic.stream else { return };
-            let Some(fs) = out.get_mut(&stream) else { return };
+            let Some(fs) = out.get_mut(&stream) else {
+                return;
+            };
             if fs.markers.len() >= MAX_MARKERS_PER_FLOW {
                 fs.capped = true;
                 return;

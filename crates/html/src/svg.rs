@@ -83,7 +83,7 @@ fn fmt_num(v: f64) -> String {
         let s = i.unsigned_abs().to_string();
         let mut o = String::new();
         for (k, ch) in s.chars().enumerate() {
-            if k > 0 && (s.len() - k) % 3 == 0 {
+            if k > 0 && matches!((s.len() - k) % 3, 0) {
                 o.push('\u{202f}');
             }
             o.push(ch);
@@ -129,12 +129,27 @@ fn time_unit(span_ms: f64) -> (f64, &'static str) {
 
 /// Draw axes with ticks and labels into `o`.
 #[allow(clippy::too_many_arguments)]
-fn axes(o: &mut String, x: Scale, y: Scale, xdiv: f64, xlabel: &str, ylabel: &str, ylabel_x: f64) {
+fn axes(
+    o: &mut String,
+    x: Scale,
+    y: Scale,
+    xdiv: f64,
+    xlabel: &str,
+    ylabel: &str,
+    ylabel_x: f64,
+    y_integer: bool,
+) {
     let (l, r) = (x.p0, x.p1);
     let (b, t) = (y.p0, y.p1);
     let _ = write!(o, r##"<g class="axis" font-size="11" fill="#333">"##);
-    let _ = write!(o, r##"<line x1="{l}" y1="{b}" x2="{r}" y2="{b}" stroke="#555"/>"##);
-    let _ = write!(o, r##"<line x1="{l}" y1="{b}" x2="{l}" y2="{t}" stroke="#555"/>"##);
+    let _ = write!(
+        o,
+        r##"<line x1="{l}" y1="{b}" x2="{r}" y2="{b}" stroke="#555"/>"##
+    );
+    let _ = write!(
+        o,
+        r##"<line x1="{l}" y1="{b}" x2="{l}" y2="{t}" stroke="#555"/>"##
+    );
     for v in nice_ticks(x.d0 / xdiv, x.d1 / xdiv, 8) {
         let px = x.at(v * xdiv);
         let _ = write!(
@@ -145,6 +160,9 @@ fn axes(o: &mut String, x: Scale, y: Scale, xdiv: f64, xlabel: &str, ylabel: &st
         );
     }
     for v in nice_ticks(y.d0, y.d1, 6) {
+        if y_integer && v.fract() != 0.0 {
+            continue;
+        }
         let py = y.at(v);
         let _ = write!(
             o,
@@ -154,7 +172,13 @@ fn axes(o: &mut String, x: Scale, y: Scale, xdiv: f64, xlabel: &str, ylabel: &st
             esc(&fmt_num(v))
         );
     }
-    let _ = write!(o, r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">{}</text>"##, (l + r) / 2.0, b + 32.0, esc(xlabel));
+    let _ = write!(
+        o,
+        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="12">{}</text>"##,
+        (l + r) / 2.0,
+        b + 32.0,
+        esc(xlabel)
+    );
     let _ = write!(
         o,
         r##"<text transform="translate({ylabel_x:.1},{:.1}) rotate(-90)" text-anchor="middle" font-size="12">{}</text>"##,
@@ -167,14 +191,29 @@ fn axes(o: &mut String, x: Scale, y: Scale, xdiv: f64, xlabel: &str, ylabel: &st
 /// Timeline of a capture's findings: x = time since the first frame, one row
 /// per detector, one marker per finding spanning `start_ts_ns..end_ts_ns`,
 /// each linking to `#{anchor_prefix}{index}`.
-pub fn timeline(findings: &[Finding], first_ts_ns: i64, last_ts_ns: i64, anchor_prefix: &str) -> String {
+pub fn timeline(
+    findings: &[Finding],
+    first_ts_ns: i64,
+    last_ts_ns: i64,
+    anchor_prefix: &str,
+) -> String {
     let mut detectors: Vec<&str> = findings.iter().map(|f| f.detector.as_str()).collect();
     detectors.sort_unstable();
     detectors.dedup();
     let (w, left, right, top, row) = (1100.0, 180.0, 20.0, 10.0, 26.0);
     let h = top + row * detectors.len() as f64 + 46.0;
-    let t0 = findings.iter().map(|f| f.start_ts_ns).chain([first_ts_ns]).min().unwrap_or(0);
-    let t1 = findings.iter().map(|f| f.end_ts_ns).chain([last_ts_ns]).max().unwrap_or(0);
+    let t0 = findings
+        .iter()
+        .map(|f| f.start_ts_ns)
+        .chain([first_ts_ns])
+        .min()
+        .unwrap_or(0);
+    let t1 = findings
+        .iter()
+        .map(|f| f.end_ts_ns)
+        .chain([last_ts_ns])
+        .max()
+        .unwrap_or(0);
     let span_ms = (t1.saturating_sub(t0)) as f64 / 1e6;
     let (div, unit) = time_unit(span_ms);
     let x = Scale::new(0.0, span_ms.max(1.0), left, w - right);
@@ -186,7 +225,11 @@ pub fn timeline(findings: &[Finding], first_ts_ns: i64, last_ts_ns: i64, anchor_
         r##"<svg class="timeline" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" role="img" aria-label="finding timeline">"##
     );
     // Axes without y ticks: draw x axis by hand.
-    let _ = write!(o, r##"<g font-size="11" fill="#333"><line x1="{left}" y1="{bottom}" x2="{:.1}" y2="{bottom}" stroke="#555"/>"##, w - right);
+    let _ = write!(
+        o,
+        r##"<g font-size="11" fill="#333"><line x1="{left}" y1="{bottom}" x2="{:.1}" y2="{bottom}" stroke="#555"/>"##,
+        w - right
+    );
     for v in nice_ticks(0.0, span_ms.max(1.0) / div, 10) {
         let px = x.at(v * div);
         let _ = write!(
@@ -215,11 +258,21 @@ pub fn timeline(findings: &[Finding], first_ts_ns: i64, last_ts_ns: i64, anchor_
         );
     }
     for (i, f) in findings.iter().enumerate() {
-        let Some(ri) = detectors.iter().position(|d| *d == f.detector) else { continue };
+        let Some(ri) = detectors.iter().position(|d| *d == f.detector) else {
+            continue;
+        };
         let cy = top + row * ri as f64 + row / 2.0;
         let xs = x.at(f.start_ts_ns.saturating_sub(t0) as f64 / 1e6);
-        let xe = x.at(f.end_ts_ns.saturating_sub(t0) as f64 / 1e6).max(xs + 4.0);
-        let title = format!("#{} {}: {} (frames {})", i + 1, f.detector, f.summary, frames_text(&f.frames, 12));
+        let xe = x
+            .at(f.end_ts_ns.saturating_sub(t0) as f64 / 1e6)
+            .max(xs + 4.0);
+        let title = format!(
+            "#{} {}: {} (frames {})",
+            i + 1,
+            f.detector,
+            f.summary,
+            frames_text(&f.frames, 12)
+        );
         let _ = write!(
             o,
             r##"<a href="#{}{}"><title>{}</title><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="2" fill="{}" fill-opacity="0.8" stroke="#222" stroke-width="0.5"/></a>"##,
@@ -291,14 +344,27 @@ pub fn sending_direction(f: &Finding, s: &FlowSeries) -> Direction {
 /// (ACK + scaled window) a dashed amber one, as in tcptrace / Wireshark's
 /// "Stevens" and "tcptrace" graphs. ICMP errors are purple vertical lines,
 /// stalls grey bands, the finding's time span a pale yellow band, and each
-/// cited frame is labelled `#N`.
-pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
+/// cited frame is labelled `#N`. With `window` (ns since the epoch, start and
+/// end) only that time range is drawn (a zoom on the finding).
+pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)>) -> String {
     let dir = sending_direction(f, s);
     let peer = dir.reverse();
     let (w, h) = (1100.0f64, 440.0f64);
     let (left, right, top, bottom) = (90.0, 20.0, 28.0, 50.0);
-    let t0 = s.points.iter().map(|p| p.ts_ns).chain(s.markers.iter().map(|m| m.ts_ns)).min().unwrap_or(f.start_ts_ns);
-    let mut t1 = s.points.iter().map(|p| p.ts_ns).chain(s.markers.iter().map(|m| m.ts_ns)).max().unwrap_or(f.end_ts_ns);
+    let t0 = s
+        .points
+        .iter()
+        .map(|p| p.ts_ns)
+        .chain(s.markers.iter().map(|m| m.ts_ns))
+        .min()
+        .unwrap_or(f.start_ts_ns);
+    let mut t1 = s
+        .points
+        .iter()
+        .map(|p| p.ts_ns)
+        .chain(s.markers.iter().map(|m| m.ts_ns))
+        .max()
+        .unwrap_or(f.end_ts_ns);
     for m in &s.markers {
         if let MarkerKind::Stall { end_ts_ns, .. } = m.kind {
             t1 = t1.max(end_ts_ns);
@@ -306,11 +372,13 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
     }
     let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
     let span_ms = ms(t1).max(1.0);
-    let (div, unit) = time_unit(span_ms);
+    let (div, unit) = time_unit(window.map_or(span_ms, |(a, b)| b.saturating_sub(a) as f64 / 1e6));
+    let in_window = |ts: i64| window.is_none_or(|(a, b)| ts >= a && ts <= b);
+    let any_in = s.points.iter().any(|p| in_window(p.ts_ns));
     // y range: data and ACKs; the window edge may run off the top (clipped).
     let mut y_max: i64 = 1;
     let mut y_min: i64 = i64::MAX;
-    for p in &s.points {
+    for p in s.points.iter().filter(|p| !any_in || in_window(p.ts_ns)) {
         if p.dir == dir {
             y_max = y_max.max(p.rel_seq.saturating_add(i64::from(p.len)));
             y_min = y_min.min(p.rel_seq);
@@ -319,11 +387,18 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
             y_min = y_min.min(a);
         }
     }
-    if y_min == i64::MAX || y_min > 0 {
+    if y_min == i64::MAX || (window.is_none() && y_min > 0) {
         y_min = 0;
     }
+    if window.is_some() {
+        // Leave room below the lowest plotted value.
+        y_min = y_min.saturating_sub((y_max - y_min) / 20 + 1).max(0);
+    }
     let y_top = y_max as f64 + (y_max - y_min) as f64 * 0.08 + 1.0;
-    let x = Scale::new(0.0, span_ms * 1.01, left, w - right);
+    let x = match window {
+        Some((a, b)) => Scale::new(ms(a), ms(b).max(ms(a) + 0.001), left, w - right),
+        None => Scale::new(0.0, span_ms * 1.01, left, w - right),
+    };
     let y = Scale::new(y_min as f64, y_top, h - bottom, top);
     let clip = format!("clip-{uid}");
     let mut o = String::new();
@@ -344,11 +419,25 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
     };
     let _ = write!(
         o,
-        r##"<text x="{left}" y="16" font-size="12" fill="#222">tcp.stream {} · data {} · ACK/window from the peer</text>"##,
+        r##"<text x="{left}" y="16" font-size="12" fill="#222">{}tcp.stream {} · data {} · ACK/window from the peer</text>"##,
+        if window.is_some() {
+            "zoom on the finding · "
+        } else {
+            ""
+        },
         s.stream,
         esc(&sender)
     );
-    axes(&mut o, x, y, div, &format!("time since first segment of the flow ({unit})"), "relative sequence number (bytes)", 18.0);
+    axes(
+        &mut o,
+        x,
+        y,
+        div,
+        &format!("time since first segment of the flow ({unit})"),
+        "relative sequence number (bytes)",
+        18.0,
+        false,
+    );
     let _ = write!(o, r##"<g clip-path="url(#{clip})">"##);
     // Finding span.
     let fx0 = x.at(ms(f.start_ts_ns));
@@ -359,43 +448,96 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
         fx1 - fx0,
         h - bottom - top
     );
-    // Stalls and ICMP markers.
+    // Stalls: consecutive stalls separated by less than 3 px (e.g. a flow
+    // that only trickles small segments) are drawn as one band.
+    let mut bands: Vec<(f64, f64, u64, u64, f64, usize)> = Vec::new(); // x0, x1, first frame, last frame, total ms, count
+    for m in &s.markers {
+        if let MarkerKind::Stall {
+            end_ts_ns,
+            end_frame,
+            ..
+        } = m.kind
+        {
+            let mx = x.at(ms(m.ts_ns));
+            let ex = x.at(ms(end_ts_ns)).max(mx + 1.0);
+            let dur = end_ts_ns.saturating_sub(m.ts_ns) as f64 / 1e6;
+            match bands.last_mut() {
+                Some(b) if mx <= b.1 + 3.0 => {
+                    b.1 = b.1.max(ex);
+                    b.3 = end_frame;
+                    b.4 += dur;
+                    b.5 += 1;
+                }
+                _ => bands.push((mx, ex, m.frame, end_frame, dur, 1)),
+            }
+        }
+    }
+    for (x0, x1, f0, f1, total, n) in &bands {
+        let t = if *n == 1 {
+            format!("stall {total:.0} ms, frames {f0}–{f1}")
+        } else {
+            format!("{n} consecutive stalls, {total:.0} ms in all, frames {f0}–{f1}")
+        };
+        let _ = write!(
+            o,
+            r##"<rect x="{x0:.1}" y="{top}" width="{:.1}" height="{:.1}" fill="#868e96" fill-opacity="0.18"><title>{}</title></rect>"##,
+            x1 - x0,
+            h - bottom - top,
+            esc(&t)
+        );
+        if x1 - x0 >= 50.0 {
+            let label = if *n == 1 {
+                format!("stall {total:.0} ms")
+            } else {
+                format!("{n} stalls, {total:.0} ms")
+            };
+            let _ = write!(
+                o,
+                r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#495057">{}</text>"##,
+                x0 + 3.0,
+                top + 10.0,
+                esc(&label)
+            );
+        }
+    }
+    // ICMP markers (labels thinned so they do not overlap).
+    let mut last_label = f64::NEG_INFINITY;
     for m in &s.markers {
         let mx = x.at(ms(m.ts_ns));
         match m.kind {
-            MarkerKind::Stall { end_ts_ns, end_frame, pending_bytes, open } => {
-                let ex = x.at(ms(end_ts_ns)).max(mx + 1.0);
-                let dur = end_ts_ns.saturating_sub(m.ts_ns) as f64 / 1e6;
-                let t = format!(
-                    "stall {dur:.0} ms, frames {}–{}{}, {pending_bytes} bytes outstanding",
-                    m.frame,
-                    end_frame,
-                    if open { " (capture ended)" } else { "" }
-                );
-                let _ = write!(
-                    o,
-                    r##"<rect x="{mx:.1}" y="{top}" width="{:.1}" height="{:.1}" fill="#868e96" fill-opacity="0.18"><title>{}</title></rect><text x="{:.1}" y="{:.1}" font-size="10" fill="#495057">stall {dur:.0} ms</text>"##,
-                    ex - mx,
-                    h - bottom - top,
-                    esc(&t),
-                    mx + 3.0,
-                    top + 10.0
-                );
-            }
-            MarkerKind::Icmp { mtu, quoted_ip_len, too_big } => {
-                let what = if too_big { "ICMP too big" } else { "ICMP error" };
+            MarkerKind::Stall { .. } => {}
+            MarkerKind::Icmp {
+                mtu,
+                quoted_ip_len,
+                too_big,
+            } => {
+                let what = if too_big {
+                    "ICMP too big"
+                } else {
+                    "ICMP error"
+                };
                 let mtu_t = mtu.map(|m| format!(" mtu {m}")).unwrap_or_default();
-                let t = format!("{what}{mtu_t} (frame {}), quoting a {quoted_ip_len}-byte packet", m.frame);
-                let _ = write!(
-                    o,
-                    r##"<line x1="{mx:.1}" y1="{top}" x2="{mx:.1}" y2="{:.1}" stroke="{C_ICMP}" stroke-width="1.5" stroke-dasharray="5 3"><title>{}</title></line><text x="{:.1}" y="{:.1}" font-size="10" fill="{C_ICMP}">{} #{}</text>"##,
-                    h - bottom,
-                    esc(&t),
-                    mx + 3.0,
-                    top + 22.0,
-                    esc(&format!("{what}{mtu_t}")),
+                let t = format!(
+                    "{what}{mtu_t} (frame {}), quoting a {quoted_ip_len}-byte packet",
                     m.frame
                 );
+                let _ = write!(
+                    o,
+                    r##"<line x1="{mx:.1}" y1="{top}" x2="{mx:.1}" y2="{:.1}" stroke="{C_ICMP}" stroke-width="1.5" stroke-dasharray="5 3"><title>{}</title></line>"##,
+                    h - bottom,
+                    esc(&t)
+                );
+                if mx - last_label >= 150.0 {
+                    last_label = mx;
+                    let _ = write!(
+                        o,
+                        r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="{C_ICMP}">{} #{}</text>"##,
+                        mx + 3.0,
+                        top + 22.0,
+                        esc(&format!("{what}{mtu_t}")),
+                        m.frame
+                    );
+                }
             }
         }
     }
@@ -405,7 +547,10 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
     for p in s.points.iter().filter(|p| p.dir == peer) {
         let Some(a) = p.rel_ack else { continue };
         let px = x.at(ms(p.ts_ns));
-        let edge = p.window_bytes.and_then(|wb| i64::try_from(wb).ok()).map(|wb| y.at(a.saturating_add(wb) as f64));
+        let edge = p
+            .window_bytes
+            .and_then(|wb| i64::try_from(wb).ok())
+            .map(|wb| y.at(a.saturating_add(wb) as f64));
         ack_cols.insert(px.round() as i64, (px, y.at(a as f64), edge));
     }
     let step_path = |pts: &mut dyn Iterator<Item = (f64, f64)>| -> String {
@@ -419,13 +564,50 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
         }
         d
     };
-    let win_d = step_path(&mut ack_cols.values().filter_map(|(px, _, e)| e.map(|e| (*px, e.max(top - 5.0)))));
+    let win_max = ack_cols
+        .values()
+        .filter_map(|(_, _, e)| *e)
+        .fold(f64::INFINITY, f64::min);
+    if win_max < top {
+        let max_edge = s
+            .points
+            .iter()
+            .filter(|p| p.dir == peer)
+            .filter_map(|p| {
+                Some(
+                    p.rel_ack?
+                        .saturating_add(i64::try_from(p.window_bytes?).ok()?),
+                )
+            })
+            .max()
+            .unwrap_or(0);
+        let _ = write!(
+            o,
+            r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="{C_WIN}" text-anchor="end">receive-window edge partly above the plot (up to {} bytes)</text>"##,
+            w - right - 4.0,
+            top - 4.0,
+            esc(&fmt_num(max_edge as f64))
+        );
+    }
+    let win_d = step_path(
+        &mut ack_cols
+            .values()
+            .filter_map(|(px, _, e)| e.map(|e| (*px, e.max(top - 5.0)))),
+    );
     if !win_d.is_empty() {
-        let _ = write!(o, r##"<path d="{win_d}H{:.1}" fill="none" stroke="{C_WIN}" stroke-width="1.5" stroke-dasharray="6 3"/>"##, w - right);
+        let _ = write!(
+            o,
+            r##"<path d="{win_d}H{:.1}" fill="none" stroke="{C_WIN}" stroke-width="1.5" stroke-dasharray="6 3"/>"##,
+            w - right
+        );
     }
     let ack_d = step_path(&mut ack_cols.values().map(|(px, py, _)| (*px, *py)));
     if !ack_d.is_empty() {
-        let _ = write!(o, r##"<path d="{ack_d}H{:.1}" fill="none" stroke="{C_ACK}" stroke-width="1.5"/>"##, w - right);
+        let _ = write!(
+            o,
+            r##"<path d="{ack_d}H{:.1}" fill="none" stroke="{C_ACK}" stroke-width="1.5"/>"##,
+            w - right
+        );
     }
     // Data segments merged per (pixel column, retransmitted).
     let mut cols: BTreeMap<(i64, bool), (f64, f64, f64)> = BTreeMap::new();
@@ -437,21 +619,33 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
                 flags_drawn += 1;
                 let py = y.at(p.rel_seq as f64);
                 let colour = if p.retransmission { C_RETX } else { C_DATA };
-                let name = if p.syn { "SYN" } else if p.rst { "RST" } else { "FIN" };
+                let name = if p.syn {
+                    "SYN"
+                } else if p.rst {
+                    "RST"
+                } else {
+                    "FIN"
+                };
                 let _ = write!(
                     o,
                     r##"<rect x="{:.1}" y="{:.1}" width="6" height="6" fill="none" stroke="{colour}" stroke-width="1.5"><title>{name} frame {}{}</title></rect>"##,
                     px - 3.0,
                     py - 3.0,
                     p.frame,
-                    if p.retransmission { " (retransmission)" } else { "" }
+                    if p.retransmission {
+                        " (retransmission)"
+                    } else {
+                        ""
+                    }
                 );
             }
             continue;
         }
         let lo = y.at(p.rel_seq as f64);
         let hi = y.at(p.rel_seq.saturating_add(i64::from(p.len)) as f64);
-        let e = cols.entry((px.round() as i64, p.retransmission)).or_insert((px, lo, hi));
+        let e = cols
+            .entry((px.round() as i64, p.retransmission))
+            .or_insert((px, lo, hi));
         e.1 = e.1.max(lo);
         e.2 = e.2.min(hi);
     }
@@ -460,9 +654,15 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
         let width = if *retx { 2.5 } else { 1.6 };
         // At least 2 px tall so one small segment is visible.
         let hi = hi.min(lo - 2.0);
-        let _ = write!(o, r##"<line x1="{px:.1}" y1="{lo:.1}" x2="{px:.1}" y2="{hi:.1}" stroke="{colour}" stroke-width="{width}"/>"##);
+        let _ = write!(
+            o,
+            r##"<line x1="{px:.1}" y1="{lo:.1}" x2="{px:.1}" y2="{hi:.1}" stroke="{colour}" stroke-width="{width}"/>"##
+        );
         if *retx {
-            let _ = write!(o, r##"<circle cx="{px:.1}" cy="{hi:.1}" r="2.2" fill="{C_RETX}"/>"##);
+            let _ = write!(
+                o,
+                r##"<circle cx="{px:.1}" cy="{hi:.1}" r="2.2" fill="{C_RETX}"/>"##
+            );
         }
     }
     o.push_str("</g>");
@@ -473,7 +673,7 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
         if labelled >= 60 {
             break;
         }
-        if f.frames.binary_search(&p.frame).is_err() {
+        if f.frames.binary_search(&p.frame).is_err() || !in_window(p.ts_ns) {
             continue;
         }
         let px = x.at(ms(p.ts_ns));
@@ -487,12 +687,20 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
         let py = py.clamp(top, h - bottom);
         // Nudge labels that would overlap an earlier one.
         let mut ly = py - 8.0;
-        while placed.iter().any(|(ax, ay)| (ax - px).abs() < 34.0 && (ay - ly).abs() < 11.0) && ly > top - 20.0 {
+        while placed
+            .iter()
+            .any(|(ax, ay)| (ax - px).abs() < 34.0 && (ay - ly).abs() < 11.0)
+            && ly > top - 20.0
+        {
             ly -= 11.0;
         }
         placed.push((px, ly));
         labelled += 1;
-        let what = if p.dir == dir { format!("{} bytes at seq {}", p.len, p.rel_seq) } else { format!("ACK {}", p.rel_ack.unwrap_or(0)) };
+        let what = if p.dir == dir {
+            format!("{} bytes at seq {}", p.len, p.rel_seq)
+        } else {
+            format!("ACK {}", p.rel_ack.unwrap_or(0))
+        };
         let _ = write!(
             o,
             r##"<g class="cite"><title>frame {}: {}</title><circle cx="{px:.1}" cy="{py:.1}" r="3.5" fill="none" stroke="{C_CITE}" stroke-width="1.5"/><text x="{:.1}" y="{ly:.1}" font-size="11" font-weight="bold" fill="{C_CITE}">#{}</text></g>"##,
@@ -503,7 +711,11 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
         );
     }
     if s.capped {
-        let _ = write!(o, r##"<text x="{:.1}" y="16" font-size="11" fill="#c92a2a" text-anchor="end">series capped: later segments not drawn</text>"##, w - right);
+        let _ = write!(
+            o,
+            r##"<text x="{:.1}" y="16" font-size="11" fill="#c92a2a" text-anchor="end">series capped: later segments not drawn</text>"##,
+            w - right
+        );
     }
     o.push_str("</svg>");
     o
@@ -513,11 +725,19 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str) -> String {
 pub fn histogram(delays_ms: &[f64], title: &str) -> String {
     let (w, h) = (640.0f64, 240.0f64);
     let (left, right, top, bottom) = (56.0, 16.0, 24.0, 46.0);
-    let max = delays_ms.iter().copied().filter(|v| v.is_finite()).fold(0.0f64, f64::max);
+    let max = delays_ms
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
     let bw = nice_step((max / 12.0).max(1.0));
     let nb = ((max / bw).floor() as usize + 1).clamp(1, 200);
     let mut counts = vec![0u64; nb];
-    for v in delays_ms.iter().copied().filter(|v| v.is_finite() && *v >= 0.0) {
+    for v in delays_ms
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+    {
         let i = ((v / bw).floor() as usize).min(nb - 1);
         if let Some(c) = counts.get_mut(i) {
             *c += 1;
@@ -531,8 +751,21 @@ pub fn histogram(delays_ms: &[f64], title: &str) -> String {
         o,
         r##"<svg class="histogram" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" role="img" aria-label="connection-setup delay histogram">"##
     );
-    let _ = write!(o, r##"<text x="{left}" y="15" font-size="12" fill="#222">{}</text>"##, esc(title));
-    axes(&mut o, x, y, 1.0, "connection-setup delay (ms)", "connections", 14.0);
+    let _ = write!(
+        o,
+        r##"<text x="{left}" y="15" font-size="12" fill="#222">{}</text>"##,
+        esc(title)
+    );
+    axes(
+        &mut o,
+        x,
+        y,
+        1.0,
+        "connection-setup delay (ms)",
+        "connections",
+        14.0,
+        true,
+    );
     for (i, c) in counts.iter().enumerate() {
         if *c == 0 {
             continue;
@@ -542,11 +775,12 @@ pub fn histogram(delays_ms: &[f64], title: &str) -> String {
         let yt = y.at(*c as f64);
         let _ = write!(
             o,
-            r##"<rect x="{:.1}" y="{yt:.1}" width="{:.1}" height="{:.1}" fill="{C_DATA}"><title>{} connections delayed {}–{} ms</title></rect><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{c}</text>"##,
+            r##"<rect x="{:.1}" y="{yt:.1}" width="{:.1}" height="{:.1}" fill="{C_DATA}"><title>{} connection{} delayed {}–{} ms</title></rect><text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{c}</text>"##,
             x0 + 1.0,
             (x1 - x0 - 2.0).max(1.0),
             (h - bottom) - yt,
             c,
+            if *c == 1 { "" } else { "s" },
             fmt_num(i as f64 * bw),
             fmt_num((i + 1) as f64 * bw),
             (x0 + x1) / 2.0,
@@ -563,12 +797,18 @@ mod tests {
 
     #[test]
     fn escaping() {
-        assert_eq!(esc(r#"<a href="x">&'</a>"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
+        assert_eq!(
+            esc(r#"<a href="x">&'</a>"#),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;"
+        );
     }
 
     #[test]
     fn ticks_are_nice() {
-        assert_eq!(nice_ticks(0.0, 10.0, 5), vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]);
+        assert_eq!(
+            nice_ticks(0.0, 10.0, 5),
+            vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+        );
         assert_eq!(nice_step(0.3), 0.5);
         assert_eq!(nice_step(700.0), 1000.0);
         assert_eq!(fmt_num(1234567.0), "1\u{202f}234\u{202f}567");
@@ -579,8 +819,11 @@ mod tests {
     fn histogram_bins_counts() {
         let svg = histogram(&[1009.0, 1011.0, 3030.0, 7302.0], "svc");
         // 4 values: bin width 1000 ms; bins 1000-2000 (2), 3000-4000 (1), 7000-8000 (1).
-        assert!(svg.contains("2 connections delayed 1000–2000 ms"), "{svg}");
-        assert!(svg.contains("1 connections delayed 7000–8000 ms"), "{svg}");
+        let t = |n: &str, a: f64, b: f64| format!("{n} delayed {}–{} ms", fmt_num(a), fmt_num(b));
+        assert!(svg.contains(&t("2 connections", 1000.0, 2000.0)), "{svg}");
+        assert!(svg.contains(&t("1 connection", 3000.0, 4000.0)), "{svg}");
+        assert!(svg.contains(&t("1 connection", 7000.0, 8000.0)), "{svg}");
+        assert!(!svg.contains(">0.5<"), "integer count ticks only");
         assert!(svg.ends_with("</svg>"));
     }
 }

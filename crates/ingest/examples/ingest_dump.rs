@@ -19,8 +19,18 @@ fn main() {
         loop {
             match r.next_frame() {
                 Ok(Some(f)) => {
-                    let (s, ns) = (f.ts.0.div_euclid(1_000_000_000), f.ts.0.rem_euclid(1_000_000_000));
-                    let _ = writeln!(out, "{}\t{s}.{ns:09}\t{}\t{}\t{}", f.number, f.interface, f.orig_len, f.data.len());
+                    let (s, ns) = (
+                        f.ts.0.div_euclid(1_000_000_000),
+                        f.ts.0.rem_euclid(1_000_000_000),
+                    );
+                    let _ = writeln!(
+                        out,
+                        "{}\t{s}.{ns:09}\t{}\t{}\t{}",
+                        f.number,
+                        f.interface,
+                        f.orig_len,
+                        f.data.len()
+                    );
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -30,9 +40,17 @@ fn main() {
             }
         }
         let _ = out.flush();
-        eprintln!("{}: {} frames, {:?}", path.display(), r.frame_count(), r.format());
+        eprintln!(
+            "{}: {} frames, {:?}",
+            path.display(),
+            r.frame_count(),
+            r.format()
+        );
         for w in r.warnings() {
-            eprintln!("  warning {:?} at {} frame {:?}: {}", w.kind, w.offset, w.frame, w.message);
+            eprintln!(
+                "  warning {:?} at {} frame {:?}: {}",
+                w.kind, w.offset, w.frame, w.message
+            );
         }
     }
 }

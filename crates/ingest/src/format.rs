@@ -30,13 +30,21 @@ pub(crate) fn max_caplen(linktype: u32) -> u32 {
 /// Read a `u32` at `off` with the given byte order; `None` if out of range.
 pub(crate) fn rd_u32(b: &[u8], off: usize, big_endian: bool) -> Option<u32> {
     let a: [u8; 4] = b.get(off..off.checked_add(4)?)?.try_into().ok()?;
-    Some(if big_endian { u32::from_be_bytes(a) } else { u32::from_le_bytes(a) })
+    Some(if big_endian {
+        u32::from_be_bytes(a)
+    } else {
+        u32::from_le_bytes(a)
+    })
 }
 
 /// Read a `u16` at `off` with the given byte order; `None` if out of range.
 pub(crate) fn rd_u16(b: &[u8], off: usize, big_endian: bool) -> Option<u16> {
     let a: [u8; 2] = b.get(off..off.checked_add(2)?)?.try_into().ok()?;
-    Some(if big_endian { u16::from_be_bytes(a) } else { u16::from_le_bytes(a) })
+    Some(if big_endian {
+        u16::from_be_bytes(a)
+    } else {
+        u16::from_le_bytes(a)
+    })
 }
 
 /// A packet found by [`Layout::step`]; offsets are relative to the record start.
@@ -70,12 +78,20 @@ pub(crate) enum Step {
     /// whether the record would have been numbered as a frame.
     Need { bytes: usize, frame: bool },
     /// The record is corrupt; reading stops.
-    Bad { kind: WarningKind, message: String, frame: bool },
+    Bad {
+        kind: WarningKind,
+        message: String,
+        frame: bool,
+    },
 }
 
 /// A [`Step::Bad`] of kind [`WarningKind::MalformedRecord`].
 pub(crate) fn bad(message: String, frame: bool) -> Step {
-    Step::Bad { kind: WarningKind::MalformedRecord, message, frame }
+    Step::Bad {
+        kind: WarningKind::MalformedRecord,
+        message,
+        frame,
+    }
 }
 
 /// The container format and where we are in it.
@@ -110,7 +126,12 @@ impl Layout {
         match self {
             Layout::LegacyHeader => match legacy::header(input, eof) {
                 Ok((lg, snaplen, len)) => {
-                    interfaces.push(InterfaceInfo { id: 0, name: None, linktype: lg.linktype, snaplen });
+                    interfaces.push(InterfaceInfo {
+                        id: 0,
+                        name: None,
+                        linktype: lg.linktype,
+                        snaplen,
+                    });
                     *self = Layout::Legacy(lg);
                     Step::Header(len)
                 }

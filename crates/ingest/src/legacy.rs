@@ -26,9 +26,15 @@ const MAGIC_IXIA_SW: u32 = 0x1c00_01ab;
 /// Whether the first four bytes of a file (read little-endian) are a legacy
 /// pcap magic in either byte order.
 pub(crate) fn is_magic(le: u32) -> bool {
-    [MAGIC_STD, MAGIC_NSEC, MAGIC_MODIFIED, MAGIC_IXIA_HW, MAGIC_IXIA_SW]
-        .iter()
-        .any(|&m| le == m || le == m.swap_bytes())
+    [
+        MAGIC_STD,
+        MAGIC_NSEC,
+        MAGIC_MODIFIED,
+        MAGIC_IXIA_HW,
+        MAGIC_IXIA_SW,
+    ]
+    .iter()
+    .any(|&m| le == m || le == m.swap_bytes())
 }
 
 /// Record header layouts (Wireshark's `pcap_variant_t`).
@@ -85,27 +91,49 @@ pub(crate) struct Legacy {
 /// the header length in bytes. May ask for more input than the header to look
 /// at the first records (variant detection).
 pub(crate) fn header(input: &[u8], eof: bool) -> Result<(Legacy, u32, usize), Step> {
-    let raw = rd_u32(input, 0, false).ok_or(Step::Need { bytes: 4, frame: false })?;
-    let ixia = [MAGIC_IXIA_HW, MAGIC_IXIA_SW].iter().any(|&m| raw == m || raw == m.swap_bytes());
+    let raw = rd_u32(input, 0, false).ok_or(Step::Need {
+        bytes: 4,
+        frame: false,
+    })?;
+    let ixia = [MAGIC_IXIA_HW, MAGIC_IXIA_SW]
+        .iter()
+        .any(|&m| raw == m || raw == m.swap_bytes());
     let hlen = if ixia { 28 } else { 24 };
     if input.len() < hlen {
-        return Err(Step::Need { bytes: hlen, frame: false });
+        return Err(Step::Need {
+            bytes: hlen,
+            frame: false,
+        });
     }
     // pcap-parser knows the standard, ns and (little-endian) modified magics.
     let (magic, big_endian) = match pcap_parser::parse_pcap_header(input) {
         Ok((_, h)) => (h.magic_number, h.is_bigendian()),
         Err(_) if raw == MAGIC_MODIFIED.swap_bytes() => (MAGIC_MODIFIED, true),
-        Err(_) if ixia => (if raw & 0xff == 0x1c { raw.swap_bytes() } else { raw }, raw & 0xff == 0x1c),
+        Err(_) if ixia => (
+            if raw & 0xff == 0x1c {
+                raw.swap_bytes()
+            } else {
+                raw
+            },
+            raw & 0xff == 0x1c,
+        ),
         Err(_) => return Err(bad(format!("unrecognised pcap magic {raw:#010x}"), false)),
     };
-    let magic = if big_endian && magic.swap_bytes() & 0xffff_0000 == 0xa1b2_0000 { magic.swap_bytes() } else { magic };
+    let magic = if big_endian && magic.swap_bytes() & 0xffff_0000 == 0xa1b2_0000 {
+        magic.swap_bytes()
+    } else {
+        magic
+    };
     let major = rd_u16(input, 4, big_endian).unwrap_or(0);
     let minor = rd_u16(input, 6, big_endian).unwrap_or(0);
     let snaplen = rd_u32(input, 16, big_endian).unwrap_or(0);
     let mut network = rd_u32(input, 20, big_endian).unwrap_or(0);
     if major < 2 {
         // Wireshark: "pcap: major version %u unsupported".
-        return Err(bad(format!("pcap major version {major} unsupported"), false));
+        return Err(bad(
+            format!("pcap major version {major} unsupported"),
+            false,
+        ));
     }
     let mut variant = match magic {
         MAGIC_NSEC | MAGIC_IXIA_HW => Some(Variant::Nsec),
@@ -136,7 +164,10 @@ pub(crate) fn header(input: &[u8], eof: bool) -> Result<(Legacy, u32, usize), St
         }
     }
     if network & 0x03FF_0000 != 0 {
-        return Err(bad(format!("pcap network type reserved field not zero ({network:#010x})"), false));
+        return Err(bad(
+            format!("pcap network type reserved field not zero ({network:#010x})"),
+            false,
+        ));
     }
     // The upper bits carry FCS-length information (LT_FCS_* in libpcap).
     let linktype = network & 0xFFFF;
@@ -150,10 +181,25 @@ pub(crate) fn header(input: &[u8], eof: bool) -> Result<(Legacy, u32, usize), St
                 &[Variant::Pcap, Variant::Ss990417, Variant::Nokia]
             };
             let recs = input.get(hlen..).unwrap_or_default();
-            guess_variant(recs, eof, candidates, big_endian, snaplen, max).map_err(|n| Step::Need { bytes: hlen + n, frame: false })?
+            guess_variant(recs, eof, candidates, big_endian, snaplen, max).map_err(|n| {
+                Step::Need {
+                    bytes: hlen + n,
+                    frame: false,
+                }
+            })?
         }
     };
-    Ok((Legacy { big_endian, variant, lengths, linktype: LinkType(linktype), max_caplen: max }, snaplen, hlen))
+    Ok((
+        Legacy {
+            big_endian,
+            variant,
+            lengths,
+            linktype: LinkType(linktype),
+            max_caplen: max,
+        },
+        snaplen,
+        hlen,
+    ))
 }
 
 /// Pick the variant whose first record headers look least wrong (first one
@@ -173,8 +219,9 @@ fn guess_variant(
         if m == 0 {
             return Ok(v);
         }
-        if best.map_or(true, |(bm, _)| m < bm) {
-            best = Some((m, v));
+        match best {
+            Some((bm, _)) if bm <= m => {}
+            _ => best = Some((m, v)),
         }
     }
     Ok(best.map_or(Variant::Pcap, |(_, v)| v))
@@ -186,7 +233,14 @@ fn guess_variant(
 /// or the snaplen, len above 128 MiB, caplen > len); a bad first header is
 /// scored alone; running out of input scores 0. `Err(n)` if `n` bytes are
 /// needed and more input may come.
-fn variant_merit(recs: &[u8], eof: bool, v: Variant, be: bool, snaplen: u32, max: u32) -> Result<u32, usize> {
+fn variant_merit(
+    recs: &[u8],
+    eof: bool,
+    v: Variant,
+    be: bool,
+    snaplen: u32,
+    max: u32,
+) -> Result<u32, usize> {
     let hlen = v.header_len();
     let mut pos = 0usize;
     for _ in 0..2 {
@@ -213,21 +267,34 @@ fn variant_merit(recs: &[u8], eof: bool, v: Variant, be: bool, snaplen: u32, max
 pub(crate) fn record(lg: &Legacy, input: &[u8]) -> Step {
     let hdr = lg.variant.header_len();
     if input.len() < hdr {
-        return Step::Need { bytes: hdr, frame: true };
+        return Step::Need {
+            bytes: hdr,
+            frame: true,
+        };
     }
     let field = |off| rd_u32(input, off, lg.big_endian).unwrap_or(0);
     let (ts_sec, ts_frac, mut caplen, mut orig_len) = (field(0), field(4), field(8), field(12));
-    if lg.lengths == LengthOrder::Swapped || (lg.lengths == LengthOrder::Maybe && caplen > orig_len) {
+    if lg.lengths == LengthOrder::Swapped || (lg.lengths == LengthOrder::Maybe && caplen > orig_len)
+    {
         std::mem::swap(&mut caplen, &mut orig_len);
     }
     if caplen > lg.max_caplen {
         // Wireshark's libpcap_read_packet: "File has %u-byte packet, bigger
         // than maximum of %u" ends the file.
-        return bad(format!("record of {caplen} bytes, bigger than the maximum of {}", lg.max_caplen), true);
+        return bad(
+            format!(
+                "record of {caplen} bytes, bigger than the maximum of {}",
+                lg.max_caplen
+            ),
+            true,
+        );
     }
     let total = hdr + caplen as usize;
     if input.len() < total {
-        return Step::Need { bytes: total, frame: true };
+        return Step::Need {
+            bytes: total,
+            frame: true,
+        };
     }
     let frac_ns = match lg.variant {
         Variant::Nsec | Variant::Aix => i64::from(ts_frac),
@@ -236,6 +303,13 @@ pub(crate) fn record(lg: &Legacy, input: &[u8]) -> Step {
     let ts = i64::from(ts_sec) * 1_000_000_000 + frac_ns;
     Step::Packet(
         total,
-        PacketRef { ts, interface: 0, linktype: lg.linktype, orig_len, data_off: hdr, data_len: caplen as usize },
+        PacketRef {
+            ts,
+            interface: 0,
+            linktype: lg.linktype,
+            orig_len,
+            data_off: hdr,
+            data_len: caplen as usize,
+        },
     )
 }

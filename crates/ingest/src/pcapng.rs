@@ -74,29 +74,49 @@ pub(crate) struct Ng {
 /// Section header block: sets byte order and starts a new section.
 pub(crate) fn shb(ng: &mut Ng, interfaces: &[InterfaceInfo], input: &[u8]) -> Step {
     if input.len() < 12 {
-        return Step::Need { bytes: 12, frame: false };
+        return Step::Need {
+            bytes: 12,
+            frame: false,
+        };
     }
     let big_endian = match rd_u32(input, 8, false) {
         Some(block::BOM) => false,
         Some(x) if x == block::BOM.swap_bytes() => true,
-        other => return bad(format!("bad pcapng byte-order magic {:#010x}", other.unwrap_or(0)), false),
+        other => {
+            return bad(
+                format!("bad pcapng byte-order magic {:#010x}", other.unwrap_or(0)),
+                false,
+            )
+        }
     };
     let len = rd_u32(input, 4, big_endian).unwrap_or(0) as usize;
-    if len < 28 || len % 4 != 0 {
+    if len < 28 || len & 3 != 0 {
         return bad(format!("bad section header block length {len}"), false);
     }
     if len > MAX_RECORD {
-        return bad(format!("section header block length {len} too large"), false);
+        return bad(
+            format!("section header block length {len} too large"),
+            false,
+        );
     }
     if input.len() < len {
-        return Step::Need { bytes: len, frame: false };
+        return Step::Need {
+            bytes: len,
+            frame: false,
+        };
     }
     let blk = input.get(..len).unwrap_or_default();
     match pcap_parser::parse_sectionheaderblock(blk) {
         Ok((_, shb)) => {
             // Wireshark's pcapng_read_section_header_block accepts 1.0 and 1.2.
             if !(shb.major_version == 1 && (shb.minor_version == 0 || shb.minor_version == 2)) {
-                return bad(format!("unknown SHB version {}.{}", shb.major_version, shb.minor_version), false);
+                return bad(
+                    format!(
+                        "unknown SHB version {}.{}",
+                        shb.major_version, shb.minor_version
+                    ),
+                    false,
+                );
             }
             if shb.block_len2 != shb.block_len1 {
                 return bad("section header block lengths differ".to_string(), false);
@@ -110,7 +130,12 @@ pub(crate) fn shb(ng: &mut Ng, interfaces: &[InterfaceInfo], input: &[u8]) -> St
 }
 
 /// Interface description block: registers an interface.
-fn idb(ng: &mut Ng, interfaces: &mut Vec<InterfaceInfo>, warnings: &mut Vec<String>, blk: &[u8]) -> Step {
+fn idb(
+    ng: &mut Ng,
+    interfaces: &mut Vec<InterfaceInfo>,
+    warnings: &mut Vec<String>,
+    blk: &[u8],
+) -> Step {
     let parsed = if ng.big_endian {
         pcap_parser::parse_interfacedescriptionblock_be(blk)
     } else {
@@ -118,7 +143,12 @@ fn idb(ng: &mut Ng, interfaces: &mut Vec<InterfaceInfo>, warnings: &mut Vec<Stri
     };
     let idb = match parsed {
         Ok((_, idb)) => idb,
-        Err(e) => return bad(format!("malformed interface description block: {e:?}"), false),
+        Err(e) => {
+            return bad(
+                format!("malformed interface description block: {e:?}"),
+                false,
+            )
+        }
     };
     let mut units_per_sec = 1_000_000;
     let mut offset_s = 0i64;
@@ -129,13 +159,19 @@ fn idb(ng: &mut Ng, interfaces: &mut Vec<InterfaceInfo>, warnings: &mut Vec<Stri
                 if let Some(&r) = v.first() {
                     match tsresol_units(r) {
                         Some(u) => units_per_sec = u,
-                        None => warnings.push(format!("if_tsresol {r:#04x} out of range; using microseconds")),
+                        None => warnings.push(format!(
+                            "if_tsresol {r:#04x} out of range; using microseconds"
+                        )),
                     }
                 }
             }
             14 => {
                 if let Ok(a) = <[u8; 8]>::try_from(v) {
-                    offset_s = if ng.big_endian { i64::from_be_bytes(a) } else { i64::from_le_bytes(a) };
+                    offset_s = if ng.big_endian {
+                        i64::from_be_bytes(a)
+                    } else {
+                        i64::from_le_bytes(a)
+                    };
                 }
             }
             _ => {}
@@ -146,13 +182,25 @@ fn idb(ng: &mut Ng, interfaces: &mut Vec<InterfaceInfo>, warnings: &mut Vec<Stri
         _ => None,
     };
     let id = u32::try_from(interfaces.len()).unwrap_or(u32::MAX);
-    interfaces.push(InterfaceInfo { id, name, linktype: LinkType(u32::from(idb.linktype.0 as u16)), snaplen: idb.snaplen });
-    ng.times.push(IfTime { units_per_sec, offset_s });
+    interfaces.push(InterfaceInfo {
+        id,
+        name,
+        linktype: LinkType(u32::from(idb.linktype.0 as u16)),
+        snaplen: idb.snaplen,
+    });
+    ng.times.push(IfTime {
+        units_per_sec,
+        offset_s,
+    });
     Step::Skip(blk.len())
 }
 
 /// Resolve a section-local interface id to the global interface.
-fn ng_iface<'i>(ng: &Ng, interfaces: &'i [InterfaceInfo], local: u32) -> Option<(&'i InterfaceInfo, IfTime)> {
+fn ng_iface<'i>(
+    ng: &Ng,
+    interfaces: &'i [InterfaceInfo],
+    local: u32,
+) -> Option<(&'i InterfaceInfo, IfTime)> {
     let global = ng.section_base.checked_add(local)?;
     let info = interfaces.get(global as usize)?;
     let time = *ng.times.get(global as usize)?;
@@ -160,10 +208,18 @@ fn ng_iface<'i>(ng: &Ng, interfaces: &'i [InterfaceInfo], local: u32) -> Option<
 }
 
 /// Any pcapng block after the first SHB.
-pub(crate) fn block(ng: &mut Ng, interfaces: &mut Vec<InterfaceInfo>, warnings: &mut Vec<String>, input: &[u8]) -> Step {
+pub(crate) fn block(
+    ng: &mut Ng,
+    interfaces: &mut Vec<InterfaceInfo>,
+    warnings: &mut Vec<String>,
+    input: &[u8],
+) -> Step {
     if input.len() < 4 {
         // Block type unknown yet: cannot say whether it would be a frame.
-        return Step::Need { bytes: 12, frame: false };
+        return Step::Need {
+            bytes: 12,
+            frame: false,
+        };
     }
     let btype_le = rd_u32(input, 0, false).unwrap_or(0);
     if btype_le == block::SHB {
@@ -183,23 +239,38 @@ pub(crate) fn block(ng: &mut Ng, interfaces: &mut Vec<InterfaceInfo>, warnings: 
             | block::SYSDIG_EVENT_V2_LARGE
     );
     if input.len() < 12 {
-        return Step::Need { bytes: 12, frame: counted };
+        return Step::Need {
+            bytes: 12,
+            frame: counted,
+        };
     }
     let len = rd_u32(input, 4, ng.big_endian).unwrap_or(0) as usize;
     // Wireshark's pcapng_read_block rejects lengths that are too small or not
     // a multiple of 4.
-    if len < 12 || len % 4 != 0 {
-        return bad(format!("block type {btype:#x} has invalid length {len}"), counted);
+    if len < 12 || len & 3 != 0 {
+        return bad(
+            format!("block type {btype:#x} has invalid length {len}"),
+            counted,
+        );
     }
     if len > MAX_RECORD {
-        return bad(format!("block type {btype:#x} length {len} exceeds the {MAX_RECORD}-byte limit"), counted);
+        return bad(
+            format!("block type {btype:#x} length {len} exceeds the {MAX_RECORD}-byte limit"),
+            counted,
+        );
     }
     if input.len() < len {
-        return Step::Need { bytes: len, frame: counted };
+        return Step::Need {
+            bytes: len,
+            frame: counted,
+        };
     }
     let blk = input.get(..len).unwrap_or_default();
     if rd_u32(blk, len - 4, ng.big_endian) != Some(len as u32) {
-        return bad(format!("block type {btype:#x}: leading and trailing lengths differ"), counted);
+        return bad(
+            format!("block type {btype:#x}: leading and trailing lengths differ"),
+            counted,
+        );
     }
     let be = ng.big_endian;
     match btype {
@@ -230,11 +301,17 @@ pub(crate) fn block(ng: &mut Ng, interfaces: &mut Vec<InterfaceInfo>, warnings: 
                 };
             };
             if caplen as usize > len - 32 {
-                return bad(format!("captured length {caplen} larger than the block allows"), true);
+                return bad(
+                    format!("captured length {caplen} larger than the block allows"),
+                    true,
+                );
             }
             let max = max_caplen(info.linktype.0);
             if caplen > max {
-                return bad(format!("captured length {caplen} larger than the maximum of {max}"), true);
+                return bad(
+                    format!("captured length {caplen} larger than the maximum of {max}"),
+                    true,
+                );
             }
             let ts = (u64::from(ts_high) << 32) | u64::from(ts_low);
             let ts = ng_timestamp_ns(ts, time.units_per_sec, time.offset_s);
@@ -254,12 +331,16 @@ pub(crate) fn block(ng: &mut Ng, interfaces: &mut Vec<InterfaceInfo>, warnings: 
         block::SPB => {
             // type, len, origlen, data. Interface 0 of the section; no timestamp.
             if len < 16 {
-                return bad(format!("simple packet block of {len} bytes is too short"), true);
+                return bad(
+                    format!("simple packet block of {len} bytes is too short"),
+                    true,
+                );
             }
             let Some((info, _)) = ng_iface(ng, interfaces, 0) else {
                 return Step::Bad {
                     kind: WarningKind::UnknownInterface,
-                    message: "simple packet block before any interface description block".to_string(),
+                    message: "simple packet block before any interface description block"
+                        .to_string(),
                     frame: true,
                 };
             };
@@ -287,4 +368,3 @@ pub(crate) fn block(ng: &mut Ng, interfaces: &mut Vec<InterfaceInfo>, warnings: 
         _ => Step::Skip(len),
     }
 }
-

@@ -10,7 +10,9 @@
 
 use crate::format::{Layout, PacketRef, Step, MAX_RECORD};
 use crate::pcapng::block;
-use crate::{legacy, CaptureFormat, CaptureWarning, Frame, IngestError, InterfaceInfo, WarningKind};
+use crate::{
+    legacy, CaptureFormat, CaptureWarning, Frame, IngestError, InterfaceInfo, WarningKind,
+};
 use pcapsleuth_core::{FrameNo, Timestamp};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -74,7 +76,10 @@ impl CaptureReader {
         if path == Path::new("-") {
             return Self::from_reader(path, Box::new(std::io::stdin()));
         }
-        let f = std::fs::File::open(path).map_err(|source| IngestError::Io { path: path.to_path_buf(), source })?;
+        let f = std::fs::File::open(path).map_err(|source| IngestError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         Self::from_reader(path, Box::new(f))
     }
 
@@ -84,8 +89,14 @@ impl CaptureReader {
     ///
     /// # Errors
     /// As [`CaptureReader::open`].
-    pub fn from_reader(path: &Path, mut inner: Box<dyn Read + Send>) -> Result<CaptureReader, IngestError> {
-        let io_err = |source| IngestError::Io { path: path.to_path_buf(), source };
+    pub fn from_reader(
+        path: &Path,
+        mut inner: Box<dyn Read + Send>,
+    ) -> Result<CaptureReader, IngestError> {
+        let io_err = |source| IngestError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         // Sniff the gzip magic on the raw stream.
         let mut head = [0u8; 2];
         let mut got = 0;
@@ -100,7 +111,11 @@ impl CaptureReader {
         let head = head.get(..got).unwrap_or_default().to_vec();
         let gzip = head == [0x1f, 0x8b];
         let raw: Box<dyn Read + Send> = Box::new(std::io::Cursor::new(head).chain(inner));
-        let src: Box<dyn Read + Send> = if gzip { Box::new(flate2::read::MultiGzDecoder::new(raw)) } else { raw };
+        let src: Box<dyn Read + Send> = if gzip {
+            Box::new(flate2::read::MultiGzDecoder::new(raw))
+        } else {
+            raw
+        };
         let mut r = CaptureReader {
             path: path.to_path_buf(),
             src,
@@ -128,11 +143,18 @@ impl CaptureReader {
             x if legacy::is_magic(x) => {}
             _ => {
                 let shown: Vec<String> = magic.iter().map(|b| format!("{b:02x}")).collect();
-                let mut shown = if shown.is_empty() { "(empty file)".to_string() } else { shown.join(" ") };
+                let mut shown = if shown.is_empty() {
+                    "(empty file)".to_string()
+                } else {
+                    shown.join(" ")
+                };
                 if gzip {
                     shown.push_str(" after gunzip");
                 }
-                return Err(IngestError::NotACapture { path: path.to_path_buf(), magic: shown });
+                return Err(IngestError::NotACapture {
+                    path: path.to_path_buf(),
+                    magic: shown,
+                });
             }
         }
         // Parse the file header (legacy header or first SHB) eagerly.
@@ -140,8 +162,11 @@ impl CaptureReader {
         Ok(r)
     }
 
-    /// Make at least `need` bytes available at `buf[start..]`, compacting and
-    /// growing the buffer as required. Returns `false` if the input ended first.
+    /// Make at least `need` bytes available at `buf[start..]` (`need` ≤
+    /// [`MAX_RECORD`]), compacting and growing the buffer as data arrives:
+    /// the buffer doubles only when it is full, so a bogus huge length field
+    /// in a small file costs no more memory than the file. Returns `false` if
+    /// the input ended first.
     fn fill(&mut self, need: usize) -> Result<bool, IngestError> {
         if self.end - self.start >= need {
             return Ok(true);
@@ -152,29 +177,40 @@ impl CaptureReader {
             self.end -= self.start;
             self.start = 0;
         }
-        if self.buf.len() < need {
-            let size = need.checked_next_power_of_two().unwrap_or(need).clamp(INITIAL_BUF, MAX_RECORD.max(need));
-            self.buf.resize(size, 0);
-        }
         while self.end < need {
             if self.eof {
                 return Ok(false);
             }
+            if self.end == self.buf.len() {
+                let size = (self.buf.len() * 2).clamp(INITIAL_BUF, need.max(INITIAL_BUF));
+                self.buf.resize(size, 0);
+            }
             let spare = self.buf.get_mut(self.end..).unwrap_or_default();
+            let spare_len = spare.len();
             match self.src.read(spare) {
                 Ok(0) => self.eof = true,
-                Ok(n) => self.end += n.min(spare_len(self.buf.len(), self.end)),
+                Ok(n) => self.end += n.min(spare_len),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 // A gzip stream cut short: the capture inside is truncated.
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => self.eof = true,
-                Err(source) => return Err(IngestError::Io { path: self.path.clone(), source }),
+                Err(source) => {
+                    return Err(IngestError::Io {
+                        path: self.path.clone(),
+                        source,
+                    })
+                }
             }
         }
         Ok(true)
     }
 
     fn warn(&mut self, kind: WarningKind, offset: u64, frame: Option<FrameNo>, message: String) {
-        self.warnings.push(CaptureWarning { kind, offset, frame, message });
+        self.warnings.push(CaptureWarning {
+            kind,
+            offset,
+            frame,
+            message,
+        });
     }
 
     /// The read loop: consume records until a packet, the end, or a fatal
@@ -188,7 +224,9 @@ impl CaptureReader {
             let offset = self.base + self.start as u64;
             let avail = self.buf.get(self.start..self.end).unwrap_or_default();
             let in_header = self.layout.in_header();
-            let step = self.layout.step(avail, self.eof, &mut self.interfaces, &mut self.notes);
+            let step = self
+                .layout
+                .step(avail, self.eof, &mut self.interfaces, &mut self.notes);
             let avail_len = avail.len();
             for note in std::mem::take(&mut self.notes) {
                 self.warn(WarningKind::MalformedRecord, offset, None, note);
@@ -212,18 +250,29 @@ impl CaptureReader {
                 Step::Skip(len) if len > 0 => self.start += len,
                 Step::Skip(_) => {
                     self.done = true;
-                    self.warn(WarningKind::MalformedRecord, offset, None, "internal: empty record".to_string());
+                    self.warn(
+                        WarningKind::MalformedRecord,
+                        offset,
+                        None,
+                        "internal: empty record".to_string(),
+                    );
                 }
                 Step::Need { bytes, frame } => {
                     if bytes <= avail_len || bytes > MAX_RECORD {
                         // Guard against spinning: a parser asking for bytes it
                         // already has, or for an absurd amount, is corruption.
-                        let message = format!("record needs {bytes} bytes, which is not a plausible length");
+                        let message =
+                            format!("record needs {bytes} bytes, which is not a plausible length");
                         if in_header {
                             return Err(self.malformed(offset, message));
                         }
                         self.done = true;
-                        self.warn(WarningKind::MalformedRecord, offset, frame.then_some(next), message);
+                        self.warn(
+                            WarningKind::MalformedRecord,
+                            offset,
+                            frame.then_some(next),
+                            message,
+                        );
                     } else if !self.eof {
                         // Refill and look again (at EOF the step may decide
                         // differently, e.g. legacy variant detection).
@@ -240,10 +289,19 @@ impl CaptureReader {
                         if in_header {
                             return Err(self.malformed(offset, message));
                         }
-                        self.warn(WarningKind::TruncatedRecord, offset, frame.then_some(next), message);
+                        self.warn(
+                            WarningKind::TruncatedRecord,
+                            offset,
+                            frame.then_some(next),
+                            message,
+                        );
                     }
                 }
-                Step::Bad { kind, message, frame } => {
+                Step::Bad {
+                    kind,
+                    message,
+                    frame,
+                } => {
                     if in_header {
                         return Err(self.malformed(offset, message));
                     }
@@ -255,7 +313,11 @@ impl CaptureReader {
     }
 
     fn malformed(&self, offset: u64, message: String) -> IngestError {
-        IngestError::Malformed { path: self.path.clone(), offset, message }
+        IngestError::Malformed {
+            path: self.path.clone(),
+            offset,
+            message,
+        }
     }
 
     /// The next packet record, `Ok(None)` at the end of the capture (including
@@ -264,8 +326,13 @@ impl CaptureReader {
     /// # Errors
     /// Only I/O errors of the underlying reader.
     pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, IngestError> {
-        let Some(p) = self.advance()? else { return Ok(None) };
-        let data = self.buf.get(p.data_off..p.data_off + p.data_len).unwrap_or_default();
+        let Some(p) = self.advance()? else {
+            return Ok(None);
+        };
+        let data = self
+            .buf
+            .get(p.data_off..p.data_off + p.data_len)
+            .unwrap_or_default();
         Ok(Some(Frame {
             number: self.frame_no,
             ts: Timestamp(p.ts),
@@ -301,8 +368,4 @@ impl CaptureReader {
     pub fn path(&self) -> &Path {
         &self.path
     }
-}
-
-fn spare_len(buf_len: usize, end: usize) -> usize {
-    buf_len.saturating_sub(end)
 }

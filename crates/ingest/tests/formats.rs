@@ -35,7 +35,12 @@ fn tsresol_table() {
 fn timestamp_conversion_table() {
     let cases: &[(u64, u64, i64, i64)] = &[
         // pcapng spec ISB example: 2012-06-29 07:28:25.298858 UTC in µs.
-        (0x0004_c397_64ca_47aa, 1_000_000, 0, 1_340_954_905_298_858_000),
+        (
+            0x0004_c397_64ca_47aa,
+            1_000_000,
+            0,
+            1_340_954_905_298_858_000,
+        ),
         (1_234_567_891, 1_000_000_000, 0, 1_234_567_891),
         (1_500, 1_000, 0, 1_500_000_000),
         (1_500, 1_000, 1_000_000_000, 1_000_000_001_500_000_000),
@@ -46,13 +51,22 @@ fn timestamp_conversion_table() {
         (3, 1 << 30, 0, 2),
         ((1 << 30) + 1, 1 << 30, 7, 8_000_000_000),
         // Picoseconds (10^-12): no overflow in the fraction.
-        (1_000_000_000_123_456, 1_000_000_000_000, 0, 1_000_000_000_123),
+        (
+            1_000_000_000_123_456,
+            1_000_000_000_000,
+            0,
+            1_000_000_000_123,
+        ),
         // Saturation instead of wrap-around.
         (u64::MAX, 1, 0, i64::MAX),
         (0, 1, i64::MIN, i64::MIN),
     ];
     for &(ts, units, off, want) in cases {
-        assert_eq!(ng_timestamp_ns(ts, units, off), want, "ts {ts} units {units} offset {off}");
+        assert_eq!(
+            ng_timestamp_ns(ts, units, off),
+            want,
+            "ts {ts} units {units} offset {off}"
+        );
     }
 }
 
@@ -79,7 +93,7 @@ impl Ng {
     }
     fn block(&mut self, ty: u32, body: &[u8]) {
         let mut body = body.to_vec();
-        while body.len() % 4 != 0 {
+        while body.len() & 3 != 0 {
             body.push(0);
         }
         let len = (body.len() + 12) as u32;
@@ -93,7 +107,7 @@ impl Ng {
         let mut o = self.u16(code).to_vec();
         o.extend_from_slice(&self.u16(v.len() as u16));
         o.extend_from_slice(v);
-        while o.len() % 4 != 0 {
+        while o.len() & 3 != 0 {
             o.push(0);
         }
         o
@@ -105,7 +119,14 @@ impl Ng {
         b.extend_from_slice(&[0xff; 8]);
         self.block(0x0A0D_0D0A, &b);
     }
-    fn idb(&mut self, linktype: u16, snaplen: u32, tsresol: Option<u8>, tsoffset: Option<i64>, name: Option<&str>) {
+    fn idb(
+        &mut self,
+        linktype: u16,
+        snaplen: u32,
+        tsresol: Option<u8>,
+        tsoffset: Option<i64>,
+        name: Option<&str>,
+    ) {
         let mut b = self.u16(linktype).to_vec();
         b.extend_from_slice(&[0, 0]);
         b.extend_from_slice(&self.u32(snaplen));
@@ -116,7 +137,11 @@ impl Ng {
             b.extend(self.opt(9, &[r]));
         }
         if let Some(o) = tsoffset {
-            let v = if self.be { o.to_be_bytes() } else { o.to_le_bytes() };
+            let v = if self.be {
+                o.to_be_bytes()
+            } else {
+                o.to_le_bytes()
+            };
             b.extend(self.opt(14, &v));
         }
         b.extend(self.opt(0, &[]));
@@ -138,14 +163,31 @@ impl Ng {
     }
 }
 
-fn frame(number: u64, ts: i64, interface: u32, linktype: u32, data: &[u8], orig_len: u32) -> OwnedFrame {
-    OwnedFrame { number, ts, interface, linktype, orig_len, data: data.to_vec() }
+fn frame(
+    number: u64,
+    ts: i64,
+    interface: u32,
+    linktype: u32,
+    data: &[u8],
+    orig_len: u32,
+) -> OwnedFrame {
+    OwnedFrame {
+        number,
+        ts,
+        interface,
+        linktype,
+        orig_len,
+        data: data.to_vec(),
+    }
 }
 
 /// Two sections, three interfaces with 2^-20 / 10^-3 / default resolutions
 /// and positive / negative `if_tsoffset`, EPB, SPB and a custom block.
 fn hand_built(be: bool) -> Vec<u8> {
-    let mut w = Ng { be, out: Vec::new() };
+    let mut w = Ng {
+        be,
+        out: Vec::new(),
+    };
     w.shb();
     w.idb(1, 0, Some(0x80 | 20), Some(1_600_000_000), Some("veth-a"));
     w.idb(101, 4, Some(3), Some(-5), None);
@@ -171,15 +213,24 @@ fn hand_built_pcapng_both_byte_orders() {
     for be in [false, true] {
         let r = read_bytes(hand_built(be)).unwrap_or_else(|e| panic!("be={be}: {e}"));
         assert_eq!(r.frames, want, "be={be}");
-        assert_eq!(r.frame_count, 5, "be={be}: the custom block is frame 3 of 5");
+        assert_eq!(
+            r.frame_count, 5,
+            "be={be}: the custom block is frame 3 of 5"
+        );
         assert!(r.warnings.is_empty(), "be={be}: {:?}", r.warnings);
-        assert_eq!(r.interface_names, vec![Some("veth-a".to_string()), None, Some("any".to_string())]);
+        assert_eq!(
+            r.interface_names,
+            vec![Some("veth-a".to_string()), None, Some("any".to_string())]
+        );
     }
 }
 
 #[test]
 fn unknown_interface_stops_with_warning() {
-    let mut w = Ng { be: false, out: Vec::new() };
+    let mut w = Ng {
+        be: false,
+        out: Vec::new(),
+    };
     w.shb();
     w.idb(1, 0, None, None, None);
     w.epb(0, 1, &[1; 14], 14);
@@ -190,7 +241,10 @@ fn unknown_interface_stops_with_warning() {
     assert_eq!(r.frames.len(), 1);
     assert_eq!(r.warnings.len(), 1);
     assert_eq!(r.warnings[0].kind, WarningKind::UnknownInterface);
-    assert_eq!((r.warnings[0].offset, r.warnings[0].frame), (bad_at, Some(2)));
+    assert_eq!(
+        (r.warnings[0].offset, r.warnings[0].frame),
+        (bad_at, Some(2))
+    );
 }
 
 #[test]
@@ -206,11 +260,18 @@ fn byte_swapped_modified_pcap() {
         f.extend_from_slice(&len.to_be_bytes());
         f.extend_from_slice(&len.to_be_bytes());
         f.extend_from_slice(&[0, 0, 0, 2, 0x08, 0x00, 0, 0]); // ifindex, protocol, pkt_type, pad
-        f.extend(std::iter::repeat(i as u8).take(len as usize));
+        f.resize(f.len() + len as usize, i as u8);
     }
     let r = read_bytes(f).unwrap();
-    let got: Vec<(u64, i64, usize)> = r.frames.iter().map(|f| (f.number, f.ts, f.data.len())).collect();
-    assert_eq!(got, vec![(1, 1_000_250_000_000, 60), (2, 1_001_250_000_000, 42)]);
+    let got: Vec<(u64, i64, usize)> = r
+        .frames
+        .iter()
+        .map(|f| (f.number, f.ts, f.data.len()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(1, 1_000_250_000_000, 60), (2, 1_001_250_000_000, 42)]
+    );
     assert!(r.warnings.is_empty());
 }
 
@@ -218,16 +279,26 @@ fn byte_swapped_modified_pcap() {
 /// both byte orders: every frame must come out identical.
 #[test]
 fn real_pcapng_byte_order_twins_are_identical() {
-    let Some(shared) = shared_or_skip("byte-order twins") else { return };
+    let Some(shared) = shared_or_skip("byte-order twins") else {
+        return;
+    };
     let c = shared.join("captures");
     let mut pairs = Vec::new();
-    for n in ["test005", "test006", "test009", "test010", "test016", "test100", "test202"] {
+    for n in [
+        "test005", "test006", "test009", "test010", "test016", "test100", "test202",
+    ] {
         let d = c.join("google__gopacket/pcapgo/tests");
-        pairs.push((d.join(format!("le/{n}.pcapng")), d.join(format!("be/{n}.pcapng"))));
+        pairs.push((
+            d.join(format!("le/{n}.pcapng")),
+            d.join(format!("be/{n}.pcapng")),
+        ));
     }
     for n in ["test001", "test016", "test017"] {
         let d = c.join("rusticata__pcap-parser/assets");
-        pairs.push((d.join(format!("{n}-le.pcapng")), d.join(format!("{n}-be.pcapng"))));
+        pairs.push((
+            d.join(format!("{n}-le.pcapng")),
+            d.join(format!("{n}-be.pcapng")),
+        ));
     }
     // Legacy: the same SIP capture little-endian (suricata-verify) and big-endian (nDPI).
     pairs.push((
@@ -239,7 +310,12 @@ fn real_pcapng_byte_order_twins_are_identical() {
         let b = read_path(be).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a.frame_count, b.frame_count, "{}", le.display());
         assert!(a.frame_count > 0, "{}", le.display());
-        let key = |r: &common::ReadAll| r.frames.iter().map(|f| (f.number, f.ts, f.interface, f.orig_len, f.data.len())).collect::<Vec<_>>();
+        let key = |r: &common::ReadAll| {
+            r.frames
+                .iter()
+                .map(|f| (f.number, f.ts, f.interface, f.orig_len, f.data.len()))
+                .collect::<Vec<_>>()
+        };
         assert_eq!(key(&a), key(&b), "{} vs {}", le.display(), be.display());
         if !le.ends_with("sip.pcap") {
             assert_eq!(a.frames, b.frames, "{}", le.display());

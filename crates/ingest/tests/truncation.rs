@@ -47,7 +47,11 @@ fn scan(b: &[u8]) -> (usize, Vec<Rec>) {
             if off == 0 {
                 header = len;
             } else {
-                recs.push(Rec { start: off, end: off + len, numbered: matches!(ty, 2 | 3 | 6 | 9 | 0xBAD | 0x4000_0BAD) });
+                recs.push(Rec {
+                    start: off,
+                    end: off + len,
+                    numbered: matches!(ty, 2 | 3 | 6 | 9 | 0xBAD | 0x4000_0BAD),
+                });
             }
             off += len;
         }
@@ -57,7 +61,11 @@ fn scan(b: &[u8]) -> (usize, Vec<Rec>) {
         let mut off = 24;
         while off < b.len() {
             let caplen = u32_at(off + 8, be) as usize;
-            recs.push(Rec { start: off, end: off + 16 + caplen, numbered: true });
+            recs.push(Rec {
+                start: off,
+                end: off + 16 + caplen,
+                numbered: true,
+            });
             off += 16 + caplen;
         }
         (24, recs)
@@ -91,20 +99,40 @@ fn cuts(len: usize, recs: &[Rec], header: usize, window: usize, stride: usize) -
 fn check_cuts(rel: &str, window: usize, stride: usize) {
     let Some(full) = load(rel) else { return };
     let reference = read_bytes(full.clone()).expect("full capture reads");
-    assert!(reference.warnings.is_empty(), "{rel}: clean file gave warnings {:?}", reference.warnings);
+    assert!(
+        reference.warnings.is_empty(),
+        "{rel}: clean file gave warnings {:?}",
+        reference.warnings
+    );
     let (header, recs) = scan(&full);
-    assert_eq!(recs.last().map(|r| r.end), Some(full.len()), "{rel}: scan does not tile the file");
+    assert_eq!(
+        recs.last().map(|r| r.end),
+        Some(full.len()),
+        "{rel}: scan does not tile the file"
+    );
     let numbered_total = recs.iter().filter(|r| r.numbered).count() as u64;
-    assert_eq!(reference.frame_count, numbered_total, "{rel}: frame count vs block scan");
-    assert!(reference.frames.len() > 20, "{rel}: too few frames for a meaningful test");
+    assert_eq!(
+        reference.frame_count, numbered_total,
+        "{rel}: frame count vs block scan"
+    );
+    assert!(
+        reference.frames.len() > 20,
+        "{rel}: too few frames for a meaningful test"
+    );
     let offsets = cuts(full.len(), &recs, header, window, stride);
-    assert!(offsets.len() > 200, "{rel}: only {} cut offsets", offsets.len());
+    assert!(
+        offsets.len() > 200,
+        "{rel}: only {} cut offsets",
+        offsets.len()
+    );
     for &cut in &offsets {
         let result = read_bytes(full[..cut].to_vec());
         if cut < header {
             // Inside the file header: an error naming the problem, never a panic.
             match result {
-                Err(IngestError::NotACapture { .. }) => assert!(cut < 4, "{rel}@{cut}: NotACapture after the magic"),
+                Err(IngestError::NotACapture { .. }) => {
+                    assert!(cut < 4, "{rel}@{cut}: NotACapture after the magic")
+                }
                 Err(IngestError::Malformed { offset, .. }) => assert_eq!(offset, 0, "{rel}@{cut}"),
                 other => panic!("{rel}@{cut}: header cut gave {other:?}"),
             }
@@ -113,19 +141,31 @@ fn check_cuts(rel: &str, window: usize, stride: usize) {
         let r: ReadAll = result.unwrap_or_else(|e| panic!("{rel}@{cut}: {e}"));
         let complete: Vec<&Rec> = recs.iter().filter(|r| r.end <= cut).collect();
         let numbered = complete.iter().filter(|r| r.numbered).count() as u64;
-        let want: Vec<&OwnedFrame> = reference.frames.iter().take_while(|f| f.number <= numbered).collect();
+        let want: Vec<&OwnedFrame> = reference
+            .frames
+            .iter()
+            .take_while(|f| f.number <= numbered)
+            .collect();
         let got: Vec<&OwnedFrame> = r.frames.iter().collect();
         assert_eq!(got, want, "{rel}@{cut}: frames before the cut differ");
         assert_eq!(r.frame_count, numbered, "{rel}@{cut}: frame count");
         match recs.iter().find(|x| x.start < cut && cut < x.end) {
-            None => assert!(r.warnings.is_empty(), "{rel}@{cut}: clean boundary gave {:?}", r.warnings),
+            None => assert!(
+                r.warnings.is_empty(),
+                "{rel}@{cut}: clean boundary gave {:?}",
+                r.warnings
+            ),
             Some(cut_rec) => {
                 assert_eq!(r.warnings.len(), 1, "{rel}@{cut}: {:?}", r.warnings);
                 let w = &r.warnings[0];
                 assert_eq!(w.kind, WarningKind::TruncatedRecord, "{rel}@{cut}");
-                assert_eq!(w.offset, cut_rec.start as u64, "{rel}@{cut}: warning offset");
+                assert_eq!(
+                    w.offset, cut_rec.start as u64,
+                    "{rel}@{cut}: warning offset"
+                );
                 // The frame number is known once the block type is (pcapng: 4 bytes).
-                let type_known = full.starts_with(&[0xd4, 0xc3, 0xb2, 0xa1]) || cut - cut_rec.start >= 4;
+                let type_known =
+                    full.starts_with(&[0xd4, 0xc3, 0xb2, 0xa1]) || cut - cut_rec.start >= 4;
                 let want_frame = (cut_rec.numbered && type_known).then_some(numbered + 1);
                 assert_eq!(w.frame, want_frame, "{rel}@{cut}: warning frame");
             }
@@ -150,8 +190,14 @@ fn gzip(b: &[u8]) -> Vec<u8> {
 }
 
 fn via_dribble(bytes: Vec<u8>) -> ReadAll {
-    let r = CaptureReader::from_reader(Path::new("dribble"), Box::new(Dribble { inner: std::io::Cursor::new(bytes), n: 0 }))
-        .expect("opens");
+    let r = CaptureReader::from_reader(
+        Path::new("dribble"),
+        Box::new(Dribble {
+            inner: std::io::Cursor::new(bytes),
+            n: 0,
+        }),
+    )
+    .expect("opens");
     common::drain(r).expect("reads")
 }
 
@@ -170,10 +216,16 @@ fn gzip_and_chunking_give_identical_frames() {
         assert_eq!(dribbled.frames, reference.frames, "{rel}: 1-7 byte reads");
         assert_eq!(dribbled.frame_count, reference.frame_count);
         let both = via_dribble(gz.clone());
-        assert_eq!(both.frames, reference.frames, "{rel}: gzip through 1-7 byte reads");
+        assert_eq!(
+            both.frames, reference.frames,
+            "{rel}: gzip through 1-7 byte reads"
+        );
         // A gzip stream cut in the middle: a prefix of the frames, no error, no panic.
         let cut_gz = read_bytes(gz[..gz.len() / 2].to_vec()).expect("truncated gzip still opens");
-        assert!(!cut_gz.frames.is_empty() && cut_gz.frames.len() < reference.frames.len(), "{rel}");
+        assert!(
+            !cut_gz.frames.is_empty() && cut_gz.frames.len() < reference.frames.len(),
+            "{rel}"
+        );
         assert_eq!(cut_gz.frames[..], reference.frames[..cut_gz.frames.len()]);
         assert!(cut_gz.warnings.len() <= 1);
     }
@@ -181,11 +233,19 @@ fn gzip_and_chunking_give_identical_frames() {
 
 #[test]
 fn not_a_capture_names_file_and_magic() {
-    let r = CaptureReader::from_reader(Path::new("notes.txt"), Box::new(std::io::Cursor::new(b"hello world".to_vec())));
-    let Err(e) = r else { panic!("text accepted as a capture") };
+    let r = CaptureReader::from_reader(
+        Path::new("notes.txt"),
+        Box::new(std::io::Cursor::new(b"hello world".to_vec())),
+    );
+    let Err(e) = r else {
+        panic!("text accepted as a capture")
+    };
     assert!(matches!(e, IngestError::NotACapture { .. }), "{e:?}");
     let msg = e.to_string();
-    assert!(msg.contains("notes.txt") && msg.contains("68 65 6c 6c"), "{msg}");
+    assert!(
+        msg.contains("notes.txt") && msg.contains("68 65 6c 6c"),
+        "{msg}"
+    );
     let empty = CaptureReader::from_reader(Path::new("empty.pcap"), Box::new(std::io::empty()));
     assert!(matches!(empty, Err(IngestError::NotACapture { .. })));
     // gzip of garbage: still NotACapture (magic of the decompressed stream).

@@ -65,7 +65,10 @@ fn tshark(file: &Path, fields: &[&str]) -> Tshark {
     }
     let out = cmd.output().expect("tshark runs");
     Tshark {
-        lines: String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect(),
+        lines: String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_string)
+            .collect(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
@@ -91,7 +94,10 @@ fn par_check<T: Sync>(items: &[T], f: impl Fn(&T) -> Vec<String> + Sync) -> Vec<
 
 fn rel(shared: &Path, p: &Path) -> String {
     let base = shared.join("captures");
-    let r = p.strip_prefix(&base).or_else(|_| p.strip_prefix(shared)).unwrap_or(p);
+    let r = p
+        .strip_prefix(&base)
+        .or_else(|_| p.strip_prefix(shared))
+        .unwrap_or(p);
     r.to_string_lossy().replace('\\', "/")
 }
 
@@ -101,7 +107,9 @@ fn has_warning(r: &ReadAll, kinds: &[WarningKind]) -> bool {
 
 #[test]
 fn frame_counts_match_tshark_on_whole_corpus() {
-    let Some(shared) = shared_or_skip("frame counts vs tshark") else { return };
+    let Some(shared) = shared_or_skip("frame counts vs tshark") else {
+        return;
+    };
     if pcapsleuth_testkit::tshark().is_none() {
         assert!(!pcapsleuth_testkit::in_ci(), "tshark missing under CI");
         println!("SKIP: tshark not installed");
@@ -109,7 +117,12 @@ fn frame_counts_match_tshark_on_whole_corpus() {
     }
     let mut files = pcapsleuth_testkit::captures_under(&shared.join("captures"));
     files.extend(pcapsleuth_testkit::captures_under(&shared.join("lab")));
-    assert!(files.len() > 100, "only {} captures under {}: corpus moved?", files.len(), shared.display());
+    assert!(
+        files.len() > 100,
+        "only {} captures under {}: corpus moved?",
+        files.len(),
+        shared.display()
+    );
     let slow = std::env::var_os("PCAPSLEUTH_SLOW_TESTS").is_some();
     let checked = AtomicUsize::new(0);
     let failures = par_check(&files, |path: &PathBuf| {
@@ -118,18 +131,27 @@ fn frame_counts_match_tshark_on_whole_corpus() {
         if name == BENCH && !slow {
             return match ours {
                 Ok(r) if r.frame_count == BENCH_FRAMES && r.warnings.is_empty() => vec![],
-                Ok(r) => vec![format!("{name}: {} frames (want {BENCH_FRAMES}), warnings {:?}", r.frame_count, r.warnings)],
+                Ok(r) => vec![format!(
+                    "{name}: {} frames (want {BENCH_FRAMES}), warnings {:?}",
+                    r.frame_count, r.warnings
+                )],
                 Err(e) => vec![format!("{name}: {e}")],
             };
         }
         let t = tshark(path, &["frame.number"]);
         checked.fetch_add(1, Ordering::Relaxed);
         if let Some((_, why, expect)) = TSHARK_CANNOT_READ.iter().find(|(n, _, _)| *n == name) {
-            assert!(t.lines.is_empty(), "{name} is listed as unreadable by tshark ({why}) but tshark read it");
+            assert!(
+                t.lines.is_empty(),
+                "{name} is listed as unreadable by tshark ({why}) but tshark read it"
+            );
             return match (expect, ours) {
                 (Expect::Error, Err(_)) => vec![],
                 (Expect::Frames(n), Ok(r)) if r.frame_count == *n => vec![],
-                (e, o) => vec![format!("{name}: expected {e:?}, got {:?}", o.map(|r| r.frame_count))],
+                (e, o) => vec![format!(
+                    "{name}: expected {e:?}, got {:?}",
+                    o.map(|r| r.frame_count)
+                )],
             };
         }
         let want = t.lines.len() as u64;
@@ -139,25 +161,51 @@ fn frame_counts_match_tshark_on_whole_corpus() {
         };
         let mut fails = Vec::new();
         if r.frame_count != want {
-            fails.push(format!("{name}: tshark {want} frames, ours {} ({:?})", r.frame_count, r.warnings));
+            fails.push(format!(
+                "{name}: tshark {want} frames, ours {} ({:?})",
+                r.frame_count, r.warnings
+            ));
         }
         // Returned packets are numbered 1.., increasing, within the count.
-        if !r.frames.windows(2).all(|w| w[0].number < w[1].number) || r.frames.last().is_some_and(|f| f.number > want) {
-            fails.push(format!("{name}: frame numbers not increasing within 1..={want}"));
+        if !r.frames.windows(2).all(|w| w[0].number < w[1].number)
+            || r.frames.last().is_some_and(|f| f.number > want)
+        {
+            fails.push(format!(
+                "{name}: frame numbers not increasing within 1..={want}"
+            ));
         }
         // tshark's complaint about the file and our warning must agree.
         let cut = t.stderr.contains("cut short in the middle of a packet");
         let damaged = t.stderr.contains("damaged or corrupt");
         if cut != has_warning(&r, &[WarningKind::TruncatedRecord]) {
-            fails.push(format!("{name}: tshark cut-short={cut}, our warnings {:?}", r.warnings));
+            fails.push(format!(
+                "{name}: tshark cut-short={cut}, our warnings {:?}",
+                r.warnings
+            ));
         }
-        if damaged != has_warning(&r, &[WarningKind::MalformedRecord, WarningKind::UnknownInterface]) {
-            fails.push(format!("{name}: tshark damaged={damaged}, our warnings {:?}", r.warnings));
+        if damaged
+            != has_warning(
+                &r,
+                &[WarningKind::MalformedRecord, WarningKind::UnknownInterface],
+            )
+        {
+            fails.push(format!(
+                "{name}: tshark damaged={damaged}, our warnings {:?}",
+                r.warnings
+            ));
         }
         fails
     });
-    println!("compared {} files with tshark", checked.load(Ordering::Relaxed));
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    println!(
+        "compared {} files with tshark",
+        checked.load(Ordering::Relaxed)
+    );
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// Parse tshark's `frame.time_epoch` ("secs.nnnnnnnnn") into ns.
@@ -189,7 +237,9 @@ const FORMAT_SAMPLES: &[&str] = &[
 
 #[test]
 fn per_frame_fields_match_tshark() {
-    let Some(shared) = shared_or_skip("per-frame fields vs tshark") else { return };
+    let Some(shared) = shared_or_skip("per-frame fields vs tshark") else {
+        return;
+    };
     if pcapsleuth_testkit::tshark().is_none() {
         assert!(!pcapsleuth_testkit::in_ci(), "tshark missing under CI");
         println!("SKIP: tshark not installed");
@@ -202,8 +252,20 @@ fn per_frame_fields_match_tshark() {
         assert!(p.is_file(), "{} missing", p.display());
         files.push(p);
     }
-    assert!(files.iter().any(|f| f.extension().is_some_and(|e| e == "pcapng")), "no pcapng among the lab files");
-    let fields = ["frame.number", "frame.time_epoch", "frame.interface_id", "frame.len", "frame.cap_len", "frame.interface_name"];
+    assert!(
+        files
+            .iter()
+            .any(|f| f.extension().is_some_and(|e| e == "pcapng")),
+        "no pcapng among the lab files"
+    );
+    let fields = [
+        "frame.number",
+        "frame.time_epoch",
+        "frame.interface_id",
+        "frame.len",
+        "frame.cap_len",
+        "frame.interface_name",
+    ];
     let failures = par_check(&files, |path: &PathBuf| {
         let name = rel(&shared, path);
         let t = tshark(path, &fields);
@@ -213,7 +275,12 @@ fn per_frame_fields_match_tshark() {
         };
         let mut fails = Vec::new();
         if t.lines.len() != r.frames.len() || r.frame_count != r.frames.len() as u64 {
-            fails.push(format!("{name}: tshark {} frames, ours {} ({} numbered)", t.lines.len(), r.frames.len(), r.frame_count));
+            fails.push(format!(
+                "{name}: tshark {} frames, ours {} ({} numbered)",
+                t.lines.len(),
+                r.frames.len(),
+                r.frame_count
+            ));
         }
         for (line, f) in t.lines.iter().zip(&r.frames) {
             let c: Vec<&str> = line.split('\t').collect();
@@ -221,19 +288,37 @@ fn per_frame_fields_match_tshark() {
                 fails.push(format!("{name}: odd tshark line {line:?}"));
                 break;
             };
-            let iface: u32 = if iface.is_empty() { 0 } else { iface.parse().unwrap() };
+            let iface: u32 = if iface.is_empty() {
+                0
+            } else {
+                iface.parse().unwrap()
+            };
             // SPBs carry no timestamp (tshark prints none; we repeat the previous one).
             let ts = if time.is_empty() { None } else { Some(f.ts) };
-            let want = (num.parse::<u64>().unwrap(), epoch_ns(time), iface, len.parse::<u32>().unwrap(), caplen.parse::<usize>().unwrap());
+            let want = (
+                num.parse::<u64>().unwrap(),
+                epoch_ns(time),
+                iface,
+                len.parse::<u32>().unwrap(),
+                caplen.parse::<usize>().unwrap(),
+            );
             let got = (f.number, ts, f.interface, f.orig_len, f.data.len());
             if want != got {
-                fails.push(format!("{name}: frame {num}: tshark {want:?}, ours {got:?}"));
+                fails.push(format!(
+                    "{name}: frame {num}: tshark {want:?}, ours {got:?}"
+                ));
             }
             // tshark shows "unknown" for an IDB without if_name.
             if !ifname.is_empty() && ifname != "unknown" {
-                let ours = r.interface_names.get(f.interface as usize).cloned().flatten();
+                let ours = r
+                    .interface_names
+                    .get(f.interface as usize)
+                    .cloned()
+                    .flatten();
                 if ours.as_deref() != Some(ifname) {
-                    fails.push(format!("{name}: frame {num}: interface name {ifname:?}, ours {ours:?}"));
+                    fails.push(format!(
+                        "{name}: frame {num}: interface name {ifname:?}, ours {ours:?}"
+                    ));
                 }
             }
             if fails.len() > 5 {
@@ -242,5 +327,10 @@ fn per_frame_fields_match_tshark() {
         }
         fails
     });
-    assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} mismatches:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -55,3 +55,52 @@ pub(crate) fn evidence_value(v: &serde_json::Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// The cited frames of a merged set as `file#frame`, in the order of
+/// `frames`, with runs of consecutive frames of one file shortened to
+/// `file#first-last` (`a.pcap#12-32, b.pcap#1, a.pcap#705`); `None` for a
+/// single capture.
+pub(crate) fn source_frames(f: &Finding) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    let mut run: Option<(&str, u64, u64)> = None;
+    let flush = |parts: &mut Vec<String>, (file, a, b): (&str, u64, u64)| {
+        parts.push(if a == b {
+            format!("{file}#{a}")
+        } else {
+            format!("{file}#{a}-{b}")
+        });
+    };
+    for s in &f.source_frames {
+        run = match run {
+            Some((file, a, b)) if file == s.file && b.checked_add(1) == Some(s.frame) => {
+                Some((file, a, s.frame))
+            }
+            Some(r) => {
+                flush(&mut parts, r);
+                Some((s.file.as_str(), s.frame, s.frame))
+            }
+            None => Some((s.file.as_str(), s.frame, s.frame)),
+        };
+    }
+    let r = run?;
+    flush(&mut parts, r);
+    Some(parts.join(", "))
+}
+
+/// The files of a merged set: `a.pcap (pcap, 846 frames), b.pcap (…)`;
+/// `None` for a single capture.
+pub(crate) fn merged_from(c: &crate::model::CaptureReport) -> Option<String> {
+    if c.sources.is_empty() {
+        return None;
+    }
+    Some(
+        c.sources
+            .iter()
+            .map(|s| match &s.format {
+                Some(fmt) => format!("{} ({fmt}, {})", s.path, plural(s.packets, "frame")),
+                None => format!("{} (unreadable)", s.path),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}

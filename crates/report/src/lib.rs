@@ -53,6 +53,27 @@
 //! | `error` | string \| null | fatal error that stopped reading this file; findings from the frames before it are kept. A non-null `error` makes the CLI exit with status 2 |
 //! | `findings` | array of FINDING | sorted by first cited frame, then detector id, then `tcp_stream`, then summary |
 //! | `flows` | array of FLOW | only present in `pcapsleuth flows` output (see below); absent from `analyze` |
+//! | `sources` | array of SOURCE | only present for a merged set (`analyze --merge a.pcap b.pcap`): the files merged, in input order |
+//!
+//! A **merged set** is several files analysed as one capture: frames are
+//! interleaved by timestamp exactly as `mergecap -w merged.pcapng a.pcap b.pcap`
+//! does (ties go to the later file), so `frames`, `wireshark_filter` and every
+//! other frame number are those of that mergecap output. Its `path` is the
+//! inputs joined with `+`, `format` is `"pcapng"`, `interfaces` lists every
+//! file's interfaces (file 0's first, as `mergecap -I none` numbers them),
+//! `warnings` are the files' warnings with the file's path prefixed to
+//! `message`, and each FINDING has `source_frames`.
+//!
+//! ## SOURCE ([`SourceReport`])
+//!
+//! | field | type | meaning |
+//! |---|---|---|
+//! | `path` | string | the file, as given on the command line |
+//! | `format` | `"pcap"` \| `"pcapng"` \| null | its container format; `null` when unreadable |
+//! | `packets` | integer | its own frame count |
+//! | `interfaces` | array of INTERFACE | its interfaces, `id` being the id **in the merged set** |
+//! | `warnings` | array of WARNING | its warnings (`offset`, `frame` relative to this file) |
+//! | `error` | string \| null | fatal error reading this file |
 //!
 //! ## INTERFACE ([`InterfaceReport`])
 //!
@@ -87,6 +108,7 @@
 //! | `stream_filter` | string \| null | display filter for the whole flow (`tcp.stream eq N`) |
 //! | `remedy` | string | what to change, one or two sentences |
 //! | `evidence` | object | detector-specific facts; keys carry units in their names; key order is fixed per detector |
+//! | `source_frames` | array of `{file, frame}` | only for a merged set: for each entry of `frames`, in the same order, the file (path as given) and its own `frame.number` there |
 //!
 //! ## FLOWREF ([`pcapsleuth_core::FlowRef`])
 //!

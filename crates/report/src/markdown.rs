@@ -1,7 +1,7 @@
 //! Markdown renderer: a ticket-ready report that renders cleanly on GitHub and
 //! GitLab (CommonMark + GFM tables only; no HTML).
 
-use crate::common::{evidence_value, flow, severity_counts};
+use crate::common::{evidence_value, flow, merged_from, severity_counts, source_frames};
 use crate::model::{CaptureReport, Report};
 use crate::time::{format_duration_s, format_ts_utc};
 use pcapsleuth_core::Finding;
@@ -81,11 +81,11 @@ fn prose(s: &str, in_cell: bool) -> String {
 /// Render the report as Markdown.
 ///
 /// Structure: `# pcapsleuth report`, then per capture a `##` heading with a
-/// facts table (file, format, interfaces, span as UTC ISO-8601, packets, TCP
-/// streams), warnings and errors as a list, a findings table ordered by
+/// facts table (file, for a merged set the files merged, format, interfaces,
+/// span as UTC ISO-8601, packets, TCP streams), warnings and errors as a list, a findings table ordered by
 /// severity (error first, then report order), and a `####` section per finding
-/// (same numbering) with its summary, evidence table, remedy, frames and
-/// display filters in code spans.
+/// (same numbering) with its summary, evidence table, remedy, frames (for a
+/// merged set also as `file#frame`) and display filters in code spans.
 pub fn render_markdown(report: &Report) -> String {
     let mut out = String::from("# pcapsleuth report\n");
     for c in &report.captures {
@@ -99,6 +99,9 @@ fn capture(out: &mut String, c: &CaptureReport) {
     let _ = writeln!(out, "## {}\n", code(&c.path));
     out.push_str("| Fact | Value |\n|---|---|\n");
     let _ = writeln!(out, "| File | {} |", cell_code(&c.path));
+    if let Some(m) = merged_from(c) {
+        let _ = writeln!(out, "| Merged from | {} |", cell_code(&m));
+    }
     let _ = writeln!(
         out,
         "| Format | {} |",
@@ -238,6 +241,9 @@ fn finding(out: &mut String, n: usize, f: &Finding) {
             .collect::<Vec<_>>()
             .join(", ");
         let _ = writeln!(out, "- Frames: {}", code(&frames));
+    }
+    if let Some(sf) = source_frames(f) {
+        let _ = writeln!(out, "- Source frames (file#frame): {}", code(&sf));
     }
     if !f.wireshark_filter.is_empty() {
         let _ = writeln!(out, "- Wireshark filter: {}", code(&f.wireshark_filter));

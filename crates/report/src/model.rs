@@ -54,4 +54,30 @@ pub struct CaptureReport {
     /// Per-flow summaries (only filled for `pcapsleuth flows`; omitted from `analyze` JSON).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowSummary>,
+    /// Only for a merged capture set (`--merge`): the files merged, in input
+    /// order. Empty (and omitted from JSON) for a single capture.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<SourceReport>,
+}
+
+/// One input file of a merged capture set (`analyze --merge`).
+///
+/// Frames of the set are interleaved by timestamp exactly as
+/// `mergecap -w merged.pcapng <files…>` does, so the set's frame numbers are
+/// those of that mergecap output; each file's interfaces get ids after those
+/// of the files before it (as with `mergecap -I none`).
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceReport {
+    /// Path as given on the command line.
+    pub path: String,
+    /// `"pcap"` or `"pcapng"`; `null` when the file could not be read at all.
+    pub format: Option<String>,
+    /// Frames (Wireshark `frame.number`s) of this file.
+    pub packets: u64,
+    /// This file's interfaces, with their ids **in the merged set**.
+    pub interfaces: Vec<InterfaceReport>,
+    /// Facts about this file; `offset` and `frame` refer to this file.
+    pub warnings: Vec<CaptureWarning>,
+    /// Fatal error that stopped reading this file, if any.
+    pub error: Option<String>,
 }

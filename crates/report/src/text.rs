@@ -1,6 +1,6 @@
 //! Plain-text renderers for terminals (`--format text`, the default).
 
-use crate::common::{endpoint, evidence_value, flow, plural, severity_counts};
+use crate::common::{endpoint, evidence_value, flow, merged_from, plural, severity_counts, source_frames};
 use crate::model::{CaptureReport, Report};
 use crate::time::{format_duration_s, format_ts_utc};
 use pcapsleuth_core::{Finding, Severity};
@@ -45,13 +45,20 @@ impl Style {
 ///
 /// ```text
 /// == <path> (<format>, <span start> .. <span end>, <duration>)
+///    merged from <file> (<format>, <n> frames), <file> (…)
 /// <severity> <detector> tcp.stream <N> <client:port -> server:port> <summary>
 ///         <wireshark_filter>
+///         frames: <file>#<frame>, <file>#<first>-<last>, …
 ///         <stream_filter>
 /// capture warning: <kind> at byte <offset> (frame <n>): <message>
 /// error: <error>
 /// -- <packets> packets, <n> TCP streams, <n> findings (<e> error, <w> warning, <i> info)
 /// ```
+///
+/// The `merged from` and `frames:` lines appear only for a merged set
+/// (`--merge`): they name the files and, for each cited frame (in the order
+/// of the filter), the file and that file's own frame number (runs of
+/// consecutive frames of one file as `first-last`).
 ///
 /// A blank line separates captures. Output is deterministic (no clock, no locale).
 pub fn render_text(report: &Report, opts: &TextOptions) -> String {
@@ -75,10 +82,16 @@ pub fn render_capture_text(c: &CaptureReport, opts: &TextOptions) -> String {
         "{}",
         st.paint("1", &format!("== {}{}", c.path, header_facts(c)))
     );
+    if let Some(m) = merged_from(c) {
+        let _ = writeln!(out, "   merged from {m}");
+    }
     for f in &c.findings {
         let _ = writeln!(out, "{}", finding_line(f, &st));
         if !f.wireshark_filter.is_empty() {
             let _ = writeln!(out, "        {}", st.paint("2", &f.wireshark_filter));
+        }
+        if let Some(sf) = source_frames(f) {
+            let _ = writeln!(out, "        {}", st.paint("2", &format!("frames: {sf}")));
         }
         if let Some(sf) = &f.stream_filter {
             let _ = writeln!(out, "        {}", st.paint("2", sf));

@@ -27,6 +27,12 @@
 //!   `quoted_rel_seq` (bytes relative to the ISN, or null),
 //!   `quoted_size_bytes` (largest quoted IP datagram length),
 //!   `mtu_deficit_bytes` (quoted size − MTU, or 1500 − MTU when not larger).
+//! - `largest_captured_bytes` (largest IP datagram captured in the quoted
+//!   direction, or null) and `quoted_not_captured` (bool: the quoted datagram
+//!   exceeds the MTU but everything the sender was seen to send fits it: the
+//!   oversize datagram was built after the capture point, by LRO/GRO
+//!   coalescing on a forwarding device, or the ICMP is forged; public corpus
+//!   `filestore-5408/input.pcap`, MTU 1500 quoting 1645-byte datagrams).
 //! - `encapsulation_guess` (string, from the MTU: 1480 IPIP/IPVS, 1476 GRE,
 //!   1450 VXLAN, 1420/1440 WireGuard, 1492 PPPoE, 1400–1438 IPsec ESP, else "unknown").
 //! - `sender_next` ("immediate" ≤ 10 ms | "delayed" | "never" | "unknown" for
@@ -60,7 +66,7 @@ use pcapsleuth_detect::{
     Severity,
 };
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 /// Detector id.
@@ -144,6 +150,8 @@ pub struct FragNeeded {
     icmps: Vec<Icmp>,
     seen_frames: HashSet<FrameNo>,
     follow: FollowUp,
+    /// Largest IP datagram (bytes) captured per (stream, direction index).
+    largest_sent: HashMap<(StreamId, usize), u32>,
 }
 
 impl FragNeeded {
@@ -189,7 +197,14 @@ impl Detector for FragNeeded {
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
         match event {
-            FlowEvent::Segment(s) => self.follow.on_segment(s),
+            FlowEvent::Segment(s) => {
+                self.follow.on_segment(s);
+                let m = self
+                    .largest_sent
+                    .entry((s.stream, s.dir.index()))
+                    .or_insert(0);
+                *m = (*m).max(s.ip_len);
+            }
             FlowEvent::IcmpError(e) => self.on_icmp_event(e),
             _ => {}
         }
@@ -316,14 +331,33 @@ impl Detector for FragNeeded {
             let proto = match first.quoted_proto {
                 6 => "TCP",
                 17 => "UDP",
-                1 | 58 => "ICMP",
+                1 => "ICMP",
+                58 => "ICMPv6",
                 _ => "IP",
             };
-            let flow_txt = format!(
-                "{proto} {} -> {}",
-                sock(first.quoted_src),
-                sock(first.quoted_dst)
-            );
+            // Only TCP and UDP have ports; "[addr]:0" for an ICMP quote misleads.
+            let flow_txt = if matches!(first.quoted_proto, 6 | 17) {
+                format!(
+                    "{proto} {} -> {}",
+                    sock(first.quoted_src),
+                    sock(first.quoted_dst)
+                )
+            } else {
+                format!(
+                    "{proto} {} -> {}",
+                    first.quoted_src.addr, first.quoted_dst.addr
+                )
+            };
+            // The quoted datagram is bigger than anything the sender was seen
+            // to send, and what it sent fits the MTU: the oversize datagram was
+            // built after the capture point (segments coalesced by LRO/GRO on a
+            // forwarding device) or the ICMP is forged (RFC 5927 section 3).
+            let largest_captured = match (stream, dir) {
+                (Some(s), Some(d)) => self.largest_sent.get(&(s, d.index())).copied(),
+                _ => None,
+            };
+            let quoted_not_captured = largest_captured
+                .is_some_and(|l| l > 0 && quoted_size > l && l <= mtu && quoted_size > mtu);
             let reaction_txt = match (sender_next, delay_ns) {
                 ("immediate", Some(d)) => {
                     format!("; the sender re-sent the bytes {:.3} ms later", ns_to_ms(d))
@@ -343,16 +377,28 @@ impl Detector for FragNeeded {
                     first.icmp_src
                 )
             } else {
-                let size_txt = if quoted_size > mtu {
-                    format!("{deficit} bytes short of the {quoted_size}-byte datagram")
+                let unit = |n: u32| if n == 1 { "byte" } else { "bytes" };
+                if quoted_not_captured {
+                    format!(
+                        "{what}{times} from {} for {flow_txt}: path MTU {mtu} bytes, quoting a {quoted_size}-byte datagram the sender was never seen to send (its largest captured datagram is {} bytes, within the MTU): a device on the path coalesced segments (LRO/GRO) and could not forward the result, or the ICMP is forged (RFC 5927){reaction_txt}.",
+                        first.icmp_src,
+                        largest_captured.unwrap_or(0)
+                    )
                 } else {
-                    format!("{deficit} bytes below 1500")
-                };
-                format!(
-                    "{what}{times} from {} for {flow_txt}: path MTU {mtu} bytes, {size_txt} (encapsulation guess: {}){reaction_txt}.",
-                    first.icmp_src,
-                    encapsulation_guess(mtu)
-                )
+                    let size_txt = if quoted_size > mtu {
+                        format!(
+                            "{deficit} {} short of the {quoted_size}-byte datagram",
+                            unit(deficit)
+                        )
+                    } else {
+                        format!("{deficit} {} below 1500", unit(deficit))
+                    };
+                    format!(
+                        "{what}{times} from {} for {flow_txt}: path MTU {mtu} bytes, {size_txt} (encapsulation guess: {}){reaction_txt}.",
+                        first.icmp_src,
+                        encapsulation_guess(mtu)
+                    )
+                }
             };
             if let Some(r) = rec_s {
                 summary.push_str(&format!(
@@ -364,6 +410,8 @@ impl Detector for FragNeeded {
                     "Set the route or interface MTU to {mtu} on this host (e.g. `ip route change <dst> ... mtu {mtu}`) or clamp the MSS at the tunnel endpoint, so sockets never build segments larger than the path ({}).",
                     encapsulation_guess(mtu)
                 )
+            } else if quoted_not_captured {
+                "Find the device that coalesces segments before forwarding (disable LRO/GRO on routers, bridges and hypervisor switches: `ethtool -K <dev> lro off gro off`), or, if the ICMP is forged, filter it; lowering this sender's MTU does not help, its packets already fit.".to_string()
             } else if stalled {
                 format!("Lower the MTU/MSS towards this destination to {mtu} (route MTU or `TCPMSS --clamp-mss-to-pmtu` on the tunnel endpoint) so the sender never waits for PMTU discovery.")
             } else {
@@ -385,6 +433,11 @@ impl Detector for FragNeeded {
                 first.quoted_rel_seq.map_or(Value::Null, |s| json!(s)),
             );
             ev.insert("quoted_size_bytes".into(), json!(quoted_size));
+            ev.insert(
+                "largest_captured_bytes".into(),
+                largest_captured.map_or(Value::Null, |l| json!(l)),
+            );
+            ev.insert("quoted_not_captured".into(), json!(quoted_not_captured));
             ev.insert("mtu_deficit_bytes".into(), json!(deficit));
             ev.insert(
                 "encapsulation_guess".into(),

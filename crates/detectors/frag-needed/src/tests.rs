@@ -21,6 +21,8 @@ fn ts(ms: f64) -> Timestamp {
 struct Cap {
     d: FragNeeded,
     ctx: FinishContext,
+    /// IP length of the datagram quoted by the next ICMPs, bytes.
+    quoted_len: u32,
 }
 
 impl Cap {
@@ -28,6 +30,7 @@ impl Cap {
         let mut c = Cap {
             d: FragNeeded::default(),
             ctx: FinishContext::default(),
+            quoted_len: 1500,
         };
         let client = Endpoint {
             addr: ip("192.0.2.10"),
@@ -109,7 +112,7 @@ impl Cap {
                 addr: ip("198.51.100.10"),
                 port: 9001,
             },
-            quoted_ip_len: 1500,
+            quoted_ip_len: self.quoted_len,
             quoted_seq: Some(SeqNum(ISN).add(rel_seq as u32)),
             stream: Some(0),
             quoted_dir: Some(C2S),
@@ -299,4 +302,94 @@ fn encapsulation_table() {
             encapsulation_guess(mtu)
         );
     }
+}
+
+// ---- Fixes from the public-corpus review (docs/corpus-findings.md) ----
+
+#[test]
+fn quoted_datagram_never_captured_is_not_called_an_encapsulation() {
+    // filestore-5408/input.pcap: the sender's segments are <= 1500 bytes, the
+    // ICMP (MTU 1500) quotes a 1645-byte datagram: coalesced after the capture point.
+    let mut c = Cap::new();
+    c.data(5, 0.0, 1, 1448); // 1500-byte datagram
+    c.data(6, 0.0, 1449, 93);
+    c.quoted_len = 1645;
+    c.icmp(9, 42.0, "198.51.100.10", 1500, 1, None);
+    c.data(10, 300.0, 1, 1448);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    let f = &out[0];
+    assert_eq!(ev(f, "quoted_not_captured"), &json!(true));
+    assert_eq!(ev(f, "largest_captured_bytes"), &json!(1500));
+    assert!(f.summary.contains("never seen to send"), "{}", f.summary);
+    assert!(f.summary.contains("LRO/GRO"), "{}", f.summary);
+    assert!(!f.summary.contains("encapsulation guess"), "{}", f.summary);
+    assert!(f.remedy.contains("lro off"), "{}", f.remedy);
+
+    // A real oversize datagram on the wire is the ordinary case.
+    let mut c = Cap::new();
+    c.data(5, 0.0, 1, 1448);
+    c.icmp(9, 1.0, "192.0.2.1", 1492, 1, Some(5));
+    c.data(10, 1.1, 1, 1440);
+    let out = c.run();
+    assert_eq!(ev(&out[0], "quoted_not_captured"), &json!(false));
+    assert!(
+        out[0].summary.contains("8 bytes short"),
+        "{}",
+        out[0].summary
+    );
+}
+
+#[test]
+fn icmp_quote_has_no_ports_and_one_byte_is_singular() {
+    // ipv6-atomic-fragments-toobig/toobig.pcap: PTB (MTU 1200) quoting a
+    // 1201-byte ICMPv6 echo; the summary printed "[..]:0" and "1 bytes".
+    let mut d = FragNeeded::default();
+    let hdr = |src: &str, dst: &str, proto: u8, len: u32| IpHeader {
+        version: IpVersion::V6,
+        src: ip(src),
+        dst: ip(dst),
+        ttl: 64,
+        ip_id: None,
+        total_len: len,
+        header_len: 40,
+        protocol: proto,
+        dont_fragment: true,
+        fragment: None,
+    };
+    let decoded = Decoded {
+        ip: Some(hdr("2001:db8:2::2", "fe80::1", 58, 1240)),
+        transport: Transport::Icmp(IcmpMessage {
+            version: IpVersion::V6,
+            icmp_type: 2,
+            code: 0,
+            kind: IcmpKind::PacketTooBig,
+            mtu: Some(1200),
+            quoted: Some(QuotedPacket {
+                ip: hdr("fe80::1", "2001:db8:2::2", 58, 1201),
+                src_port: None,
+                dst_port: None,
+                tcp_seq: None,
+                tcp_ack: None,
+                tcp_flags: None,
+                transport_bytes: 8,
+            }),
+        }),
+        ..Default::default()
+    };
+    d.on_packet(&PacketContext {
+        meta: PacketMeta {
+            frame: 2,
+            ts: ts(0.0),
+            interface: 0,
+        },
+        decoded: &decoded,
+        flow: PacketFlowInfo::default(),
+    });
+    let out = d.finish(&FinishContext::default());
+    assert_eq!(out.len(), 1);
+    let s = &out[0].summary;
+    assert!(s.contains("for ICMPv6 fe80::1 -> 2001:db8:2::2:"), "{s}");
+    assert!(!s.contains(":0"), "{s}");
+    assert!(s.contains("1 byte short of the 1201-byte datagram"), "{s}");
 }

@@ -27,8 +27,14 @@
 //!   Linux ≥ 6.x `tcp_syn_linear_timeouts=4`: 1, 1, 1, 1 s then doubling;
 //!   Windows 3, 6 s; 3 s initial RTO of older stacks; "unrecognised"), with
 //!   timer rounding tolerance from [`pcapsleuth_detect::timer`].
-//! - `connected` (bool), `refused` (bool: RST after the retries),
-//!   `duplicate_sightings` (count).
+//! - `connected` (bool: handshake completed, or its ACK merely not captured),
+//!   `refused` (bool: RST after the retries), `duplicate_sightings` (count).
+//! - `synack_unacknowledged` (bool): the server re-sent its SYN/ACK and the
+//!   client never acknowledged it (handshake never completed).
+//! - `syns_after_synack` (count): client SYNs re-sent after a SYN/ACK was
+//!   captured (that SYN/ACK was lost between the capture point and the client).
+//! - `client_failed_services` (count): distinct services (ip:port) this client
+//!   failed to connect to in the capture.
 //! - `service` ("ip:port" of the server), `service_connections`,
 //!   `service_delayed` (counts over the capture), `conntrack_race_shape` (bool:
 //!   ≥ 4 connections to the service, a minority of them delayed by ≈1, 2 or 3 s,
@@ -43,7 +49,13 @@
 //!
 //! # Severity
 //! Warning when the connection was set up after the delay (or refused after
-//! retries); error when the SYN was never answered.
+//! retries); error when the SYN was never answered or the SYN/ACK never
+//! acknowledged. Info instead of error when the client failed to reach ≥ 5
+//! distinct services (a sweep: port scanner, P2P client trying stale peers;
+//! public corpus `gnutella.pcap`) or when every retry came sooner than 200 ms
+//! (`TCP_RTO_MIN`: a raw-socket tool such as nmap, not a kernel SYN timer).
+//! The conntrack/listen-queue shape needs ≥ 2 delayed connections to the
+//! service, unless a NAT view shows the drop (seed 002) or the path is loopback.
 //!
 //! # False positives
 //! A capture that starts after the first SYN sees a retransmission as the
@@ -151,17 +163,21 @@ pub fn ladder_for(gaps_ns: &[i64]) -> (&'static str, &'static str) {
         .iter()
         .filter(|l| {
             gaps_ns.len() <= l.gaps_s.len()
-                && gaps_ns.iter().zip(l.gaps_s).enumerate().all(|(i, (&g, &n))| {
-                    let nominal = n * 1_000_000_000;
-                    // 3 s stacks (Windows, BSD-derived) run the SYN timer off a
-                    // coarse 500 ms tick: the first retry comes up to one tick
-                    // early (2.9 s gaps in the public corpus).
-                    if i == 0 && n == 3 {
-                        matches_coarse_timer(g, nominal, SLOW_TICK_NS)
-                    } else {
-                        matches_timer(g, nominal)
-                    }
-                })
+                && gaps_ns
+                    .iter()
+                    .zip(l.gaps_s)
+                    .enumerate()
+                    .all(|(i, (&g, &n))| {
+                        let nominal = n * 1_000_000_000;
+                        // 3 s stacks (Windows, BSD-derived) run the SYN timer off a
+                        // coarse 500 ms tick: the first retry comes up to one tick
+                        // early (2.9 s gaps in the public corpus).
+                        if i == 0 && n == 3 {
+                            matches_coarse_timer(g, nominal, SLOW_TICK_NS)
+                        } else {
+                            matches_timer(g, nominal)
+                        }
+                    })
         })
         .collect();
     match matching.as_slice() {
@@ -176,6 +192,49 @@ pub fn ladder_for(gaps_ns: &[i64]) -> (&'static str, &'static str) {
             "3 s initial RTO, Windows or an older stack",
         ),
     }
+}
+
+/// A ladder the gaps follow from a later rung on, when the capture began
+/// after the first SYN(s): `since_capture_start_ns` is the first captured
+/// SYN's time after the first TCP segment of the capture, and the SYNs missed
+/// must fit before the capture began. Returns the `ladder` evidence and the
+/// summary's short name (smallest rung first: the most SYNs captured).
+pub fn ladder_joined(gaps_ns: &[i64], since_capture_start_ns: i64) -> Option<(String, String)> {
+    if gaps_ns.is_empty() {
+        return None;
+    }
+    let mut best: Option<(usize, &Ladder)> = None;
+    for l in LADDERS {
+        for k in 1..l.gaps_s.len() {
+            let rest = l.gaps_s.get(k..).unwrap_or(&[]);
+            let missed_ns: i64 = l.gaps_s.iter().take(k).sum::<i64>() * 1_000_000_000;
+            if gaps_ns.len() <= rest.len()
+                && since_capture_start_ns < missed_ns
+                && gaps_ns
+                    .iter()
+                    .zip(rest)
+                    .all(|(&g, &n)| matches_timer(g, n * 1_000_000_000))
+            {
+                if best.is_none_or(|(bk, _)| k < bk) {
+                    best = Some((k, l));
+                }
+                break;
+            }
+        }
+    }
+    best.map(|(k, l)| {
+        let missed_s: i64 = l.gaps_s.iter().take(k).sum();
+        (
+            format!(
+                "{}, joined at retry {k}: the capture began after the first SYN ({k} earlier SYN(s), ~{missed_s} s, not captured)",
+                l.label
+            ),
+            format!(
+                "likely {} from retry {k} on: the capture began ~{missed_s} s after the first SYN, so the real delay is longer",
+                l.short
+            ),
+        )
+    })
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -205,6 +264,9 @@ struct Attempt {
     /// SYNs re-sent after a SYN/ACK was captured: the SYN/ACK did not reach
     /// the client (lost between the capture point and the client).
     syns_after_synack: u32,
+    /// Every SYN/ACK ISN seen (a load balancer may answer twice with two ISNs;
+    /// the handshake ACK may acknowledge either).
+    synack_isns: Vec<SeqNum>,
 }
 
 impl Attempt {
@@ -218,10 +280,12 @@ impl Attempt {
         self.rst.is_some() && self.synacks.is_empty() && self.syns.len() <= 1
     }
     /// The handshake completed: the client acknowledged the SYN/ACK, or (no
-    /// SYN/ACK captured) went on sending. A SYN/ACK alone is not enough: the
-    /// server may re-send it for a minute to a client that never answers.
+    /// SYN/ACK captured) went on sending, or one SYN/ACK was captured and its
+    /// ACK may simply be missing (capture cut). A SYN/ACK the server had to
+    /// re-send and that was never acknowledged is not a connection: servers
+    /// re-send it for a minute to a client that never answers.
     fn connected(&self) -> bool {
-        self.handshake_ack.is_some() || self.went_on.is_some()
+        self.handshake_ack.is_some() || self.went_on.is_some() || self.synacks.len() == 1
     }
     /// The server answered but the client never acknowledged the SYN/ACK.
     fn synack_unacknowledged(&self) -> bool {
@@ -232,7 +296,11 @@ impl Attempt {
         let Some(first) = self.syns.first() else {
             return 0;
         };
-        let end = if let Some(a) = self.acked_synack {
+        let end = if let (true, Some(h)) = (self.syns_after_synack > 0, self.handshake_ack) {
+            // The client re-sent its SYN after a SYN/ACK was captured: it only
+            // learnt of the answer when it sent the handshake ACK.
+            h.ts
+        } else if let Some(a) = self.acked_synack {
             a.ts
         } else if let (false, Some(s)) = (self.connected(), self.synacks.last()) {
             s.ts
@@ -265,6 +333,8 @@ pub struct SynRetransmit {
     attempts: Vec<Attempt>,
     live: HashMap<StreamId, usize>,
     endpoints: HashMap<StreamId, (Endpoint, Endpoint)>,
+    /// Earliest TCP segment time seen (ns): where the capture (of TCP) begins.
+    first_ts: Option<i64>,
 }
 
 impl SynRetransmit {
@@ -283,8 +353,7 @@ impl SynRetransmit {
                         .is_some_and(|p| (s.ts.0 - p.ts.0).abs() < MIN_RETRY_GAP_NS);
                     if s.duplicate_of.is_some() || quick {
                         a.duplicates.push(s.frame);
-                    } else if a.handshake_ack.is_none() && a.rst.is_none() && a.went_on.is_none()
-                    {
+                    } else if a.handshake_ack.is_none() && a.rst.is_none() && a.went_on.is_none() {
                         if a.syns.len() == 1 {
                             a.first_retx_wait_ns = s.since_first_tx_ns;
                         }
@@ -316,6 +385,7 @@ impl SynRetransmit {
                 acked_synack: None,
                 went_on: None,
                 syns_after_synack: 0,
+                synack_isns: Vec::new(),
             });
             return;
         }
@@ -349,15 +419,18 @@ impl SynRetransmit {
                     a.synack_retransmits += 1;
                     a.synack_retx_pre_ack += 1;
                 }
-                _ => a.synack_isn = Some(s.seq),
+                _ => {
+                    a.synack_isn = Some(s.seq);
+                    a.synack_isns.push(s.seq);
+                }
             }
             a.synacks.push(tx);
         } else if s.flags.rst() && from_server && a.synacks.is_empty() && a.rst.is_none() {
             a.rst = Some(tx);
         } else if s.flags.ack() && !s.flags.syn() && !from_server && a.handshake_ack.is_none() {
             match a.synack_isn {
-                Some(isn) => {
-                    if s.ack == isn.add(1) {
+                Some(_) => {
+                    if a.synack_isns.iter().any(|isn| s.ack == isn.add(1)) {
                         a.handshake_ack = Some(tx);
                         a.acked_synack = a.synacks.last().copied();
                     }
@@ -417,7 +490,10 @@ impl Detector for SynRetransmit {
             FlowEvent::FlowStarted(f) => {
                 self.endpoints.insert(f.stream, (f.client, f.server));
             }
-            FlowEvent::Segment(s) => self.on_segment(s),
+            FlowEvent::Segment(s) => {
+                self.first_ts = Some(self.first_ts.map_or(s.ts.0, |t| t.min(s.ts.0)));
+                self.on_segment(s)
+            }
             _ => {}
         }
     }
@@ -501,10 +577,7 @@ impl Detector for SynRetransmit {
                 continue;
             }
             if let (Some((c, _)), Some(Some(key))) = (self.server_of(a, ctx), server_keys.get(i)) {
-                client_failed
-                    .entry(c.addr)
-                    .or_default()
-                    .insert(key.clone());
+                client_failed.entry(c.addr).or_default().insert(key.clone());
             }
         }
         let mut out = Vec::new();
@@ -546,7 +619,18 @@ impl Detector for SynRetransmit {
             });
             let race = burst_shape && !loopback;
             let gaps = a.gaps_ns();
-            let (ladder, ladder_short) = ladder_for(&gaps);
+            let (ladder, ladder_short) = match ladder_for(&gaps) {
+                ("unrecognised", _) => {
+                    let before = self.first_ts.map_or(0, |t0| first.ts.0 - t0);
+                    ladder_joined(&gaps, before).unwrap_or_else(|| {
+                        (
+                            "unrecognised".to_string(),
+                            "an unrecognised retry schedule".to_string(),
+                        )
+                    })
+                }
+                (l, sh) => (l.to_string(), sh.to_string()),
+            };
             let delay_ns = a.delay_ns();
             let connected = a.connected();
             let refused = a.rst.is_some() && !connected;
@@ -571,8 +655,8 @@ impl Detector for SynRetransmit {
                     _ => 0,
                 };
                 format!(
-                    "Connection {client} -> {service} never completed its handshake: the server answered {:.1} ms after the SYN and sent its SYN/ACK {} times over {:.1} ms, but the client never acknowledged it (the SYN/ACK was dropped between the capture point and the client, e.g. by a host firewall, or the client had given up).",
-                    ns_to_ms(first_sa),
+                    "Connection {client} -> {service} never completed its handshake: the server answered {} ms after the SYN and sent its SYN/ACK {} times over {:.1} ms, but the client never acknowledged it (the SYN/ACK was dropped between the capture point and the client, e.g. by a host firewall, or the client had given up).",
+                    fmt_ms(first_sa),
                     a.synacks.len(),
                     ns_to_ms(sa_span)
                 )
@@ -596,9 +680,9 @@ impl Detector for SynRetransmit {
             if a.syns_after_synack > 0 && !unacked {
                 if let Some(sa) = a.synacks.first() {
                     summary.push_str(&format!(
-                        " A SYN/ACK (frame {}) was captured {:.1} ms after the first SYN, yet the client sent its SYN again: that SYN/ACK was lost between the capture point and the client.",
+                        " A SYN/ACK (frame {}) was captured {} ms after the first SYN, yet the client sent its SYN again: that SYN/ACK was lost between the capture point and the client.",
                         sa.frame,
-                        ns_to_ms(sa.ts.0 - first.ts.0)
+                        fmt_ms(sa.ts.0 - first.ts.0)
                     ));
                 }
             }
@@ -640,7 +724,7 @@ impl Detector for SynRetransmit {
             // Sub-TCP_RTO_MIN retries (200 ms, Linux `TCP_RTO_MIN`; RFC 6298
             // allows no less than 1 s) come from a raw-socket tool, not a
             // kernel SYN timer (nmap's probes repeat at ~175 ms).
-            let tool_retries = !gaps.is_empty() && gaps.iter().all(|&g| g < TOOL_RETRY_GAP_NS);
+            let tool_retries = a.syns.len() > 1 && gaps.iter().all(|&g| g < TOOL_RETRY_GAP_NS);
             let failed_services = ends
                 .and_then(|(c, _)| client_failed.get(&c.addr))
                 .map_or(0, |s| s.len());
@@ -730,6 +814,15 @@ impl Detector for SynRetransmit {
             ));
         }
         out
+    }
+}
+
+/// A duration in ms: one decimal, or three below 1 ms (so it never reads "0.0").
+fn fmt_ms(ns: i64) -> String {
+    if ns.abs() < 1_000_000 {
+        format!("{:.3}", ns_to_ms(ns))
+    } else {
+        format!("{:.1}", ns_to_ms(ns))
     }
 }
 

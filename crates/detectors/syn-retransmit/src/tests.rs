@@ -433,3 +433,261 @@ fn loopback_burst_is_a_listen_queue_shape_not_conntrack() {
         out[0].summary
     );
 }
+
+// ---- Fixes from the public-corpus review (docs/corpus-findings.md) ----
+
+#[test]
+fn single_gap_summary_does_not_repeat_the_span() {
+    // ssh2.pcapng: "sent 2 times over 8001.6 ms 8002 ms apart" read badly.
+    let mut c = Cap::new();
+    c.connect(0, 43100, &[0.0, 1016.0], None);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    let s = &out[0].summary;
+    assert!(s.contains("sent 2 times 1016 ms apart"), "{s}");
+    assert!(!s.contains(" over "), "{s}");
+    // Several gaps keep the total span.
+    let mut c = Cap::new();
+    c.connect(0, 43101, &[0.0, 1016.0, 3032.0], None);
+    let s = &c.run()[0].summary;
+    assert!(s.contains("over 3032.0 ms at gaps of 1016, 2016 ms"), "{s}");
+}
+
+#[test]
+fn syn_resent_after_a_captured_synack_is_a_retry_and_names_the_lost_synack() {
+    // bug-5881-01 / tls_port_80: SYN, SYN/ACK, SYN again 1 s later, SYN/ACK, ACK.
+    let mut c = Cap::new();
+    c.flow(0, 64731, "198.51.100.10", 443);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    let sa = c.seg(0, S2C, 41.8, SYNACK, SISN, CISN.wrapping_add(1), None);
+    let retx = c.seg(0, C2S, 997.7, SYN, CISN, 0, None);
+    c.seg(0, S2C, 1038.3, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(
+        0,
+        C2S,
+        1043.5,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
+    let out = c.run();
+    assert_eq!(out.len(), 1, "{out:?}");
+    let f = &out[0];
+    assert_eq!(ev(f, "syn_count"), &json!(2));
+    assert_eq!(ev(f, "syns_after_synack"), &json!(1));
+    assert_eq!(ev(f, "connected"), &json!(true));
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.frames.contains(&retx));
+    assert!(
+        f.summary
+            .contains(&format!("SYN/ACK (frame {sa}) was captured")),
+        "{}",
+        f.summary
+    );
+}
+
+#[test]
+fn synack_resent_but_never_acknowledged_is_not_a_connection() {
+    // nDPI gnutella.pcap stream 0: SYN, SYN/ACK, then SYN/ACK re-sent for a
+    // minute and a RST; the client never sent the handshake ACK.
+    let mut c = Cap::new();
+    c.flow(0, 50190, "198.51.100.10", 29545);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    c.seg(0, S2C, 48.9, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(0, S2C, 7385.7, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(0, S2C, 21370.9, SYNACK, SISN, CISN.wrapping_add(1), None);
+    let out = c.run();
+    assert_eq!(out.len(), 1, "{out:?}");
+    let f = &out[0];
+    assert_eq!(ev(f, "connected"), &json!(false));
+    assert_eq!(ev(f, "synack_unacknowledged"), &json!(true));
+    assert_eq!(f.severity, Severity::Error);
+    assert!(
+        f.summary.contains("never completed its handshake"),
+        "{}",
+        f.summary
+    );
+    assert!(!f.summary.contains("set up"), "{}", f.summary);
+}
+
+#[test]
+fn single_delayed_connection_among_many_is_not_a_race_shape() {
+    // opera-vpn.pcapng: 1 of 62 connections delayed by 1 s is one lost SYN.
+    let mut c = Cap::new();
+    for i in 0..12u64 {
+        let t = i as f64 * 10.0;
+        c.connect(i, 30000 + i as u16, &[t], Some(t + 0.05));
+    }
+    c.connect(12, 31000, &[200.0, 1201.0], Some(1201.1));
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert_eq!(ev(&out[0], "conntrack_race_shape"), &json!(false));
+    assert_eq!(ev(&out[0], "burst_drop_shape"), &json!(false));
+    assert!(!out[0].summary.contains("conntrack"), "{}", out[0].summary);
+}
+
+#[test]
+fn three_second_ladder_first_retry_may_come_one_slow_tick_early() {
+    // (gaps ms, expected ladder prefix): public-corpus Windows XP / BSD gaps.
+    let ms = 1_000_000i64;
+    let table: &[(&[i64], &str)] = &[
+        (&[2919, 6009], "3 s initial RTO (Windows"), // sip.pcap
+        (&[2905, 6015], "3 s initial RTO (Windows"), // modbus.pcap
+        (&[2916, 6000, 12017], "3 s initial RTO doubling"), // gnutella.pcap
+        (&[3010], "3 s initial RTO (Windows"),
+        (&[2400, 6000], "unrecognised"), // more than one tick early
+        (&[3000, 5500], "unrecognised"), // later retries are not early
+        (&[1016, 2016], "Linux classic"),
+    ];
+    for (gaps, want) in table {
+        let g: Vec<i64> = gaps.iter().map(|x| x * ms).collect();
+        let got = ladder_for(&g).0;
+        assert!(got.starts_with(want), "{gaps:?}: {got}");
+    }
+}
+
+#[test]
+fn client_sweeping_many_services_gets_info_not_error() {
+    // gnutella.pcap: one client, hundreds of peers never answering.
+    let mut c = Cap::new();
+    for i in 0..6u64 {
+        let server = format!("203.0.113.{}", i + 1);
+        c.flow(i, 3685 + i as u16, &server, 6346);
+        let isn = 1000 + i as u32 * 1_000_000;
+        for t in [0.0, 2916.0, 8916.0] {
+            c.seg(i, C2S, t + i as f64, SYN, isn, 0, None);
+        }
+    }
+    let out = c.run();
+    assert_eq!(out.len(), 6);
+    for f in &out {
+        assert_eq!(f.severity, Severity::Info, "{}", f.summary);
+        assert_eq!(ev(f, "client_failed_services"), &json!(6));
+        assert!(f.summary.contains("sweep"), "{}", f.summary);
+    }
+    // Fewer services (ssh2.pcapng: 2 unreachable servers) stay errors.
+    let mut c = Cap::new();
+    c.connect(0, 43001, &[0.0, 1030.0, 3046.0], None);
+    c.connect(1, 43002, &[0.0, 1030.0, 3046.0], None);
+    let out = c.run();
+    assert!(out.iter().all(|f| f.severity == Severity::Error));
+}
+
+#[test]
+fn sub_200ms_syn_retries_are_a_tool_not_a_kernel_timer() {
+    // activeosfingerprinting.pcapng: nmap repeats probes every ~175 ms.
+    let mut c = Cap::new();
+    c.connect(0, 53951, &[0.0, 175.0, 350.0, 525.0], None);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].severity, Severity::Info);
+    assert!(
+        out[0].summary.contains("raw-socket tool"),
+        "{}",
+        out[0].summary
+    );
+}
+
+#[test]
+fn handshake_ack_may_acknowledge_either_of_two_synack_isns() {
+    // KakaoTalk_talk.pcap stream 3: two SYN/ACKs with different ISNs 0.7 ms
+    // apart; the client acknowledges the first. That is a completed handshake.
+    let mut c = Cap::new();
+    c.flow(0, 48489, "198.51.100.10", 80);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    c.seg(0, C2S, 1010.0, SYN, CISN, 0, None);
+    c.seg(0, S2C, 1040.0, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(0, S2C, 1040.7, SYNACK, 77_000, CISN.wrapping_add(1), None);
+    c.seg(
+        0,
+        C2S,
+        1048.0,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert_eq!(ev(&out[0], "connected"), &json!(true));
+    assert_eq!(ev(&out[0], "synack_unacknowledged"), &json!(false));
+    assert_eq!(out[0].severity, Severity::Warning);
+}
+
+#[test]
+fn delay_runs_to_the_handshake_ack_when_the_syn_was_resent_after_a_synack() {
+    // heuristic_tcp_ack_payload.pcap stream 5: SYN/ACK at 9.8 ms, SYN again at
+    // 2065 ms, ACK at 2067 ms: the client waited 2067 ms, not 9.8 ms.
+    let mut c = Cap::new();
+    c.flow(0, 6946, "198.51.100.10", 443);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    c.seg(0, S2C, 9.8, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(0, C2S, 2065.2, SYN, CISN, 0, None);
+    c.seg(
+        0,
+        C2S,
+        2067.0,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert_eq!(ev(&out[0], "delay_ms"), &json!(2067.0));
+    assert!(
+        out[0].summary.contains("2067.0 ms late"),
+        "{}",
+        out[0].summary
+    );
+}
+
+#[test]
+fn capture_that_began_mid_ladder_names_the_ladder_and_the_missed_syns() {
+    // ssh2.pcapng streams 1-3 / ocs.pcap stream 0: two SYNs 8 s apart, the
+    // first within half a second of the capture's start: rung 4 of the
+    // classic ladder (1+2+4 s of SYNs happened before the capture began).
+    let mut c = Cap::new();
+    c.connect(0, 57361, &[450.0, 8451.6], None);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    let l = ev(&out[0], "ladder").as_str().unwrap().to_string();
+    assert!(
+        l.starts_with("Linux classic") && l.contains("joined at retry 3"),
+        "{l}"
+    );
+    assert!(
+        out[0]
+            .summary
+            .contains("capture began ~7 s after the first SYN"),
+        "{}",
+        out[0].summary
+    );
+    // The same gap long after the capture began is no ladder we know.
+    let mut c = Cap::new();
+    c.connect(0, 40000, &[0.0], Some(0.1));
+    c.connect(1, 57361, &[60_000.0, 68_001.6], None);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert_eq!(ev(&out[0], "ladder"), &json!("unrecognised"));
+    // Direct table: (gaps ms, ms since capture start, expected prefix or None).
+    let ms = 1_000_000i64;
+    let table: &[(&[i64], i64, Option<&str>)] = &[
+        (&[8002], 450, Some("Linux classic")),
+        (&[6009, 12020], 100, Some("3 s initial RTO doubling")),
+        (&[5500], 100, None),
+        (&[], 0, None),
+    ];
+    for (gaps, since, want) in table {
+        let g: Vec<i64> = gaps.iter().map(|x| x * ms).collect();
+        let got = ladder_joined(&g, since * ms).map(|x| x.0);
+        match want {
+            Some(w) => assert!(
+                got.as_deref().is_some_and(|x| x.starts_with(w)),
+                "{gaps:?}: {got:?}"
+            ),
+            None => assert!(got.is_none(), "{gaps:?}: {got:?}"),
+        }
+    }
+}

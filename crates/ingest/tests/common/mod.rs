@@ -53,7 +53,10 @@ pub fn read_path(path: &Path) -> Result<ReadAll, IngestError> {
 
 /// Drain a reader built over in-memory bytes.
 pub fn read_bytes(bytes: Vec<u8>) -> Result<ReadAll, IngestError> {
-    drain(CaptureReader::from_reader(Path::new("mem"), Box::new(std::io::Cursor::new(bytes)))?)
+    drain(CaptureReader::from_reader(
+        Path::new("mem"),
+        Box::new(std::io::Cursor::new(bytes)),
+    )?)
 }
 
 /// The shared corpus, or `None` after printing SKIP (panics under CI).
@@ -61,7 +64,10 @@ pub fn shared_or_skip(what: &str) -> Option<PathBuf> {
     match pcapsleuth_testkit::shared_dir() {
         Some(d) => Some(d),
         None => {
-            assert!(!pcapsleuth_testkit::in_ci(), "{what}: ../shared is missing under CI");
+            assert!(
+                !pcapsleuth_testkit::in_ci(),
+                "{what}: ../shared is missing under CI"
+            );
             println!("SKIP: {what}: ../shared not found");
             None
         }
