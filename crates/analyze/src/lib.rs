@@ -15,8 +15,8 @@ use pcapsleuth_report::{CaptureReport, InterfaceReport};
 use std::path::{Path, PathBuf};
 
 pub use dump::dump_streams;
-pub use merge::analyze_merged;
 pub use dump::{dump_analysis, AnalysisRow};
+pub use merge::analyze_merged;
 pub use registry::{all_detectors, detector_infos};
 
 /// Options for one analysis run.
@@ -96,7 +96,11 @@ pub(crate) fn format_name(f: pcapsleuth_ingest::CaptureFormat) -> String {
 
 /// The report entry of one interface.
 pub(crate) fn interface_report(i: &pcapsleuth_ingest::InterfaceInfo) -> InterfaceReport {
-    InterfaceReport { id: i.id, name: i.name.clone(), linktype: i.linktype.name() }
+    InterfaceReport {
+        id: i.id,
+        name: i.name.clone(),
+        linktype: i.linktype.name(),
+    }
 }
 
 /// The per-frame pipeline (decode → flow table → detectors), fed one frame at
@@ -124,15 +128,25 @@ impl Pipeline {
     }
 
     /// Feed one frame; updates `packets`, `first_ts_ns` and `last_ts_ns`.
-    pub(crate) fn push(&mut self, report: &mut CaptureReport, frame: &pcapsleuth_ingest::Frame<'_>) {
+    pub(crate) fn push(
+        &mut self,
+        report: &mut CaptureReport,
+        frame: &pcapsleuth_ingest::Frame<'_>,
+    ) {
         if self.first {
             report.first_ts_ns = frame.ts.0;
             self.first = false;
         }
         report.last_ts_ns = frame.ts.0;
         report.packets = frame.number;
-        let meta = PacketMeta { frame: frame.number, ts: frame.ts, interface: frame.interface };
-        let decoded = self.decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
+        let meta = PacketMeta {
+            frame: frame.number,
+            ts: frame.ts,
+            interface: frame.interface,
+        };
+        let decoded = self
+            .decoder
+            .decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
         self.events.clear();
         let info = self.flows.on_packet(&meta, &decoded, &mut self.events);
         for ev in &self.events {
@@ -143,7 +157,11 @@ impl Pipeline {
                 d.on_flow_event(ev);
             }
         }
-        let pkt = PacketContext { meta, decoded: &decoded, flow: info };
+        let pkt = PacketContext {
+            meta,
+            decoded: &decoded,
+            flow: info,
+        };
         for d in self.detectors.iter_mut() {
             d.on_packet(&pkt);
         }

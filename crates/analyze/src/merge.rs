@@ -66,7 +66,9 @@ impl Source {
     /// or on an error, which is recorded).
     fn fill(&mut self) {
         self.has_head = false;
-        let Some(reader) = self.reader.as_mut() else { return };
+        let Some(reader) = self.reader.as_mut() else {
+            return;
+        };
         match reader.next_frame() {
             Ok(Some(f)) => {
                 self.head.number = f.number;
@@ -159,14 +161,23 @@ impl MergeReader {
                 next_iface = next_iface.saturating_add(1);
             }
         }
-        MergeReader { sources, next_iface, number: 0, refill: None, last_source: None, runs: Vec::new() }
+        MergeReader {
+            sources,
+            next_iface,
+            number: 0,
+            refill: None,
+            last_source: None,
+            runs: Vec::new(),
+        }
     }
 
     /// Merged id of `local` interface of file `i`, numbering interfaces first
     /// described after the file's first packet after all others.
     fn merged_iface(&mut self, i: usize, local: InterfaceId) -> InterfaceId {
         let next = &mut self.next_iface;
-        let Some(s) = self.sources.get_mut(i) else { return local };
+        let Some(s) = self.sources.get_mut(i) else {
+            return local;
+        };
         let idx = local as usize;
         if s.iface_map.len() <= idx {
             s.iface_map.resize(idx + 1, None);
@@ -247,7 +258,10 @@ impl MergeReader {
         if merged == 0 || merged > self.number {
             return None;
         }
-        let k = self.runs.partition_point(|r| r.merged_start <= merged).checked_sub(1)?;
+        let k = self
+            .runs
+            .partition_point(|r| r.merged_start <= merged)
+            .checked_sub(1)?;
         let r = self.runs.get(k)?;
         Some((r.file, r.src_start + (merged - r.merged_start)))
     }
@@ -255,7 +269,10 @@ impl MergeReader {
     /// Errors so far, one per file that could not be opened or read to the end
     /// (each message names its file).
     pub fn errors(&self) -> Vec<String> {
-        self.sources.iter().filter_map(|s| s.error.clone()).collect()
+        self.sources
+            .iter()
+            .filter_map(|s| s.error.clone())
+            .collect()
     }
 
     /// Per-file facts for the report: format, frame count, interfaces (with
@@ -276,13 +293,19 @@ impl MergeReader {
                     ir
                 })
                 .collect();
-            let Some(s) = self.sources.get(i) else { continue };
+            let Some(s) = self.sources.get(i) else {
+                continue;
+            };
             out.push(SourceReport {
                 path: s.path.display().to_string(),
                 format: s.reader.as_ref().map(|r| format_name(r.format())),
                 packets: s.reader.as_ref().map_or(0, CaptureReader::frame_count),
                 interfaces,
-                warnings: s.reader.as_ref().map(|r| r.warnings().to_vec()).unwrap_or_default(),
+                warnings: s
+                    .reader
+                    .as_ref()
+                    .map(|r| r.warnings().to_vec())
+                    .unwrap_or_default(),
                 error: s.error.clone(),
             });
         }
@@ -292,7 +315,11 @@ impl MergeReader {
 
 /// The `path` of a merged set: the inputs joined with `+` (`a.pcap+b.pcap`).
 pub fn merged_path(paths: &[PathBuf]) -> String {
-    paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join("+")
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join("+")
 }
 
 /// Analyse several captures as one merged set (see the module documentation).
@@ -321,7 +348,10 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
             .filter_map(|&n| merge.locate(n))
             .filter_map(|(file, frame)| {
                 let path = paths.get(file)?;
-                Some(SourceFrame { file: path.display().to_string(), frame })
+                Some(SourceFrame {
+                    file: path.display().to_string(),
+                    frame,
+                })
             })
             .collect();
     }
@@ -329,7 +359,10 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
     if sources.iter().any(|s| s.format.is_some()) {
         report.format = Some("pcapng".to_string());
     }
-    let mut interfaces: Vec<InterfaceReport> = sources.iter().flat_map(|s| s.interfaces.iter().cloned()).collect();
+    let mut interfaces: Vec<InterfaceReport> = sources
+        .iter()
+        .flat_map(|s| s.interfaces.iter().cloned())
+        .collect();
     interfaces.sort_by_key(|i| i.id);
     report.interfaces = interfaces;
     for s in &sources {
@@ -376,7 +409,8 @@ mod tests {
     }
 
     fn scratch(name: &str, files: &[Vec<u8>]) -> Vec<PathBuf> {
-        let d = std::env::temp_dir().join(format!("pcapsleuth-merge-{}-{name}", std::process::id()));
+        let d =
+            std::env::temp_dir().join(format!("pcapsleuth-merge-{}-{name}", std::process::id()));
         let _ = std::fs::create_dir_all(&d);
         files
             .iter()
@@ -395,7 +429,13 @@ mod tests {
         let mut out = Vec::new();
         while let Some(f) = m.next_frame() {
             let tag = f.frame.data.first().copied().unwrap_or(0);
-            out.push((f.frame.number, tag, f.source, f.source_frame, f.frame.interface));
+            out.push((
+                f.frame.number,
+                tag,
+                f.source,
+                f.source_frame,
+                f.frame.interface,
+            ));
         }
         for &(n, _, src, sf, _) in &out {
             assert_eq!(m.locate(n), Some((src, sf)), "locate({n})");

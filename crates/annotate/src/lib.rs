@@ -86,6 +86,11 @@ pub enum AnnotateError {
         #[source]
         source: std::io::Error,
     },
+    /// The report is of a merged capture set (`analyze --merge`): its frame
+    /// numbers are those of the merged set, not of any one input file.
+    /// Merge the files with `mergecap` first and analyse that file instead.
+    #[error("the report is of a merged capture set ({0} files); annotate a single capture (mergecap the files first)")]
+    MergedReport(usize),
     /// The output path names the input file.
     #[error("{0}: refusing to overwrite the input capture")]
     SameFile(PathBuf),

@@ -41,13 +41,14 @@ pub fn finding_streams(c: &CaptureReport) -> Vec<u64> {
 }
 
 /// [`collect_series`] for every capture of `report` that has TCP findings and
-/// can be re-read (stdin, `-`, cannot and is skipped). A capture that cannot
-/// be re-read is skipped too: its findings are rendered without graphs.
+/// can be re-read. Skipped (their findings are rendered without graphs):
+/// stdin (`-`), captures that cannot be re-read, and merged capture sets
+/// (`sources` non-empty), whose stream ids belong to the merged set.
 pub fn series_for_report(report: &Report) -> Vec<FlowSeries> {
     let mut out = Vec::new();
     for c in &report.captures {
         let streams = finding_streams(c);
-        if streams.is_empty() || c.path == "-" {
+        if streams.is_empty() || c.path == "-" || !c.sources.is_empty() {
             continue;
         }
         if let Ok(s) = collect_series(Path::new(&c.path), &streams) {

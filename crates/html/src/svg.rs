@@ -190,7 +190,9 @@ fn axes(
 
 /// Timeline of a capture's findings: x = time since the first frame, one row
 /// per detector, one marker per finding spanning `start_ts_ns..end_ts_ns`,
-/// each linking to `#{anchor_prefix}{index}`.
+/// each linking to `#{anchor_prefix}{index}`. Overlapping findings of one
+/// detector are stacked in lanes (at most [`MAX_LANES`]) so each stays
+/// visible and clickable; each marker is numbered like its finding card.
 pub fn timeline(
     findings: &[Finding],
     first_ts_ns: i64,
@@ -200,8 +202,7 @@ pub fn timeline(
     let mut detectors: Vec<&str> = findings.iter().map(|f| f.detector.as_str()).collect();
     detectors.sort_unstable();
     detectors.dedup();
-    let (w, left, right, top, row) = (1100.0, 180.0, 20.0, 10.0, 26.0);
-    let h = top + row * detectors.len() as f64 + 46.0;
+    let (w, left, right, top, lane_h) = (1100.0, 180.0, 20.0, 10.0, 16.0);
     let t0 = findings
         .iter()
         .map(|f| f.start_ts_ns)
@@ -217,14 +218,51 @@ pub fn timeline(
     let span_ms = (t1.saturating_sub(t0)) as f64 / 1e6;
     let (div, unit) = time_unit(span_ms);
     let x = Scale::new(0.0, span_ms.max(1.0), left, w - right);
-    let bottom = top + row * detectors.len() as f64;
-    let y = Scale::new(0.0, 1.0, bottom, top);
+    // Lane assignment per detector, greedy by start time.
+    let mut placed: Vec<(usize, usize, usize, f64, f64)> = Vec::new(); // finding, row, lane, xs, xe
+    let mut lanes_per_row = vec![1usize; detectors.len()];
+    for (ri, d) in detectors.iter().enumerate() {
+        let mut idx: Vec<usize> = (0..findings.len())
+            .filter(|&i| findings.get(i).is_some_and(|f| f.detector == *d))
+            .collect();
+        idx.sort_by_key(|&i| findings.get(i).map_or(0, |f| f.start_ts_ns));
+        let mut lane_end: Vec<f64> = Vec::new();
+        for i in idx {
+            let Some(f) = findings.get(i) else { continue };
+            let xs = x.at(f.start_ts_ns.saturating_sub(t0) as f64 / 1e6);
+            let xe = x
+                .at(f.end_ts_ns.saturating_sub(t0) as f64 / 1e6)
+                .max(xs + 4.0);
+            let lane = match lane_end.iter().position(|&e| e + 22.0 <= xs) {
+                Some(l) => l,
+                None if lane_end.len() < MAX_LANES => {
+                    lane_end.push(f64::NEG_INFINITY);
+                    lane_end.len() - 1
+                }
+                None => MAX_LANES - 1,
+            };
+            if let Some(e) = lane_end.get_mut(lane) {
+                *e = e.max(xe);
+            }
+            placed.push((i, ri, lane, xs, xe));
+        }
+        if let Some(n) = lanes_per_row.get_mut(ri) {
+            *n = lane_end.len().max(1);
+        }
+    }
+    let mut row_top = Vec::with_capacity(detectors.len());
+    let mut yy = top;
+    for n in &lanes_per_row {
+        row_top.push(yy);
+        yy += lane_h * *n as f64 + 10.0;
+    }
+    let bottom = yy;
+    let h = bottom + 46.0;
     let mut o = String::new();
     let _ = write!(
         o,
         r##"<svg class="timeline" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" role="img" aria-label="finding timeline">"##
     );
-    // Axes without y ticks: draw x axis by hand.
     let _ = write!(
         o,
         r##"<g font-size="11" fill="#333"><line x1="{left}" y1="{bottom}" x2="{:.1}" y2="{bottom}" stroke="#555"/>"##,
@@ -245,27 +283,22 @@ pub fn timeline(
         (left + w - right) / 2.0,
         bottom + 34.0
     );
-    let _ = y;
     for (ri, d) in detectors.iter().enumerate() {
-        let cy = top + row * ri as f64 + row / 2.0;
+        let rt = row_top.get(ri).copied().unwrap_or(top);
+        let rh = lane_h * lanes_per_row.get(ri).copied().unwrap_or(1) as f64 + 10.0;
         let _ = write!(
             o,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="12" fill="#222">{}</text><line x1="{left}" y1="{cy:.1}" x2="{:.1}" y2="{cy:.1}" stroke="#ddd" stroke-dasharray="2 3"/>"##,
+            r##"<rect x="{left}" y="{rt:.1}" width="{:.1}" height="{rh:.1}" fill="{}"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="12" fill="#222">{}</text>"##,
+            w - right - left,
+            if ri % 2 == 0 { "#f8f9fa" } else { "#ffffff" },
             left - 8.0,
-            cy + 4.0,
-            esc(d),
-            w - right
+            rt + rh / 2.0 + 4.0,
+            esc(d)
         );
     }
-    for (i, f) in findings.iter().enumerate() {
-        let Some(ri) = detectors.iter().position(|d| *d == f.detector) else {
-            continue;
-        };
-        let cy = top + row * ri as f64 + row / 2.0;
-        let xs = x.at(f.start_ts_ns.saturating_sub(t0) as f64 / 1e6);
-        let xe = x
-            .at(f.end_ts_ns.saturating_sub(t0) as f64 / 1e6)
-            .max(xs + 4.0);
+    for (i, ri, lane, xs, xe) in placed {
+        let Some(f) = findings.get(i) else { continue };
+        let y0 = row_top.get(ri).copied().unwrap_or(top) + 5.0 + lane_h * lane as f64;
         let title = format!(
             "#{} {}: {} (frames {})",
             i + 1,
@@ -275,20 +308,26 @@ pub fn timeline(
         );
         let _ = write!(
             o,
-            r##"<a href="#{}{}"><title>{}</title><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="2" fill="{}" fill-opacity="0.8" stroke="#222" stroke-width="0.5"/></a>"##,
+            r##"<a href="#{}{}"><title>{}</title><rect x="{:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}" rx="2" fill="{}" fill-opacity="0.85" stroke="#222" stroke-width="0.5"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#222">{}</text></a>"##,
             esc(anchor_prefix),
             i,
             esc(&title),
             xs - 2.0,
-            cy - 7.0,
             xe - xs + 4.0,
-            14.0,
-            severity_colour(f.severity)
+            lane_h - 4.0,
+            severity_colour(f.severity),
+            xe + 4.0,
+            y0 + lane_h - 6.0,
+            i + 1
         );
     }
     o.push_str("</svg>");
     o
 }
+
+/// Most lanes stacked in one timeline row; further overlapping findings
+/// share the last lane.
+pub const MAX_LANES: usize = 12;
 
 /// Up to `max` frame numbers, comma-separated, with an ellipsis beyond.
 pub fn frames_text(frames: &[u64], max: usize) -> String {
@@ -701,12 +740,15 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
         } else {
             format!("ACK {}", p.rel_ack.unwrap_or(0))
         };
+        // Labels near the right edge are drawn to the left of their point.
+        let near_right = px > w - right - 45.0;
         let _ = write!(
             o,
-            r##"<g class="cite"><title>frame {}: {}</title><circle cx="{px:.1}" cy="{py:.1}" r="3.5" fill="none" stroke="{C_CITE}" stroke-width="1.5"/><text x="{:.1}" y="{ly:.1}" font-size="11" font-weight="bold" fill="{C_CITE}">#{}</text></g>"##,
+            r##"<g class="cite"><title>frame {}: {}</title><circle cx="{px:.1}" cy="{py:.1}" r="3.5" fill="none" stroke="{C_CITE}" stroke-width="1.5"/><text x="{:.1}" y="{ly:.1}" text-anchor="{}" font-size="11" font-weight="bold" fill="{C_CITE}">#{}</text></g>"##,
             p.frame,
             esc(&what),
-            px + 4.0,
+            if near_right { px - 4.0 } else { px + 4.0 },
+            if near_right { "end" } else { "start" },
             p.frame
         );
     }

@@ -1,6 +1,8 @@
 //! Plain-text renderers for terminals (`--format text`, the default).
 
-use crate::common::{endpoint, evidence_value, flow, merged_from, plural, severity_counts, source_frames};
+use crate::common::{
+    endpoint, evidence_value, flow, merged_from, plural, severity_counts, source_frames,
+};
 use crate::model::{CaptureReport, Report};
 use crate::time::{format_duration_s, format_ts_utc};
 use pcapsleuth_core::{Finding, Severity};

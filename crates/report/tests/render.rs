@@ -346,14 +346,36 @@ fn merged_sample() -> Report {
         Evidence::new(),
     );
     f.source_frames = vec![
-        pcapsleuth_core::finding::SourceFrame { file: "eth0.pcap".into(), frame: 2 },
-        pcapsleuth_core::finding::SourceFrame { file: "lo.pcap".into(), frame: 1 },
-        pcapsleuth_core::finding::SourceFrame { file: "lo.pcap".into(), frame: 2 },
-        pcapsleuth_core::finding::SourceFrame { file: "lo.pcap".into(), frame: 3 },
-        pcapsleuth_core::finding::SourceFrame { file: "eth0.pcap".into(), frame: 3 },
-        pcapsleuth_core::finding::SourceFrame { file: "eth0.pcap".into(), frame: 5 },
+        pcapsleuth_core::finding::SourceFrame {
+            file: "eth0.pcap".into(),
+            frame: 2,
+        },
+        pcapsleuth_core::finding::SourceFrame {
+            file: "lo.pcap".into(),
+            frame: 1,
+        },
+        pcapsleuth_core::finding::SourceFrame {
+            file: "lo.pcap".into(),
+            frame: 2,
+        },
+        pcapsleuth_core::finding::SourceFrame {
+            file: "lo.pcap".into(),
+            frame: 3,
+        },
+        pcapsleuth_core::finding::SourceFrame {
+            file: "eth0.pcap".into(),
+            frame: 3,
+        },
+        pcapsleuth_core::finding::SourceFrame {
+            file: "eth0.pcap".into(),
+            frame: 5,
+        },
     ];
-    let iface = |id, name: &str| InterfaceReport { id, name: Some(name.into()), linktype: "ETHERNET".into() };
+    let iface = |id, name: &str| InterfaceReport {
+        id,
+        name: Some(name.into()),
+        linktype: "ETHERNET".into(),
+    };
     Report {
         schema_version: SCHEMA_VERSION,
         captures: vec![CaptureReport {
@@ -395,29 +417,56 @@ fn merged_set_cites_file_and_frame() {
     let r = merged_sample();
     let text = render_text(&r, &TextOptions::default());
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("== eth0.pcap+lo.pcap (pcapng, "), "{text}");
-    assert_eq!(lines[1], "   merged from eth0.pcap (pcap, 6 frames), lo.pcap (pcapng, 4 frames)");
+    assert!(
+        lines[0].starts_with("== eth0.pcap+lo.pcap (pcapng, "),
+        "{text}"
+    );
+    assert_eq!(
+        lines[1],
+        "   merged from eth0.pcap (pcap, 6 frames), lo.pcap (pcapng, 4 frames)"
+    );
     assert_eq!(lines[3], "        frame.number in {3,5,6,7,8,10}");
-    assert_eq!(lines[4], "        frames: eth0.pcap#2, lo.pcap#1-3, eth0.pcap#3, eth0.pcap#5");
+    assert_eq!(
+        lines[4],
+        "        frames: eth0.pcap#2, lo.pcap#1-3, eth0.pcap#3, eth0.pcap#5"
+    );
     let md = render_markdown(&r);
-    assert!(md.contains("| Merged from | `eth0.pcap (pcap, 6 frames), lo.pcap (pcapng, 4 frames)` |"), "{md}");
-    assert!(md.contains("- Source frames (file#frame): `eth0.pcap#2, lo.pcap#1-3, eth0.pcap#3, eth0.pcap#5`\n"), "{md}");
+    assert!(
+        md.contains("| Merged from | `eth0.pcap (pcap, 6 frames), lo.pcap (pcapng, 4 frames)` |"),
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "- Source frames (file#frame): `eth0.pcap#2, lo.pcap#1-3, eth0.pcap#3, eth0.pcap#5`\n"
+        ),
+        "{md}"
+    );
     let v: Value = serde_json::from_str(&render_json(&r)).unwrap();
     let c = &v["captures"][0];
     assert_eq!(c["sources"][1]["interfaces"][0]["id"], 1);
-    assert_eq!(c["findings"][0]["source_frames"], json!([
+    assert_eq!(
+        c["findings"][0]["source_frames"],
+        json!([
             {"file": "eth0.pcap", "frame": 2}, {"file": "lo.pcap", "frame": 1}, {"file": "lo.pcap", "frame": 2},
             {"file": "lo.pcap", "frame": 3}, {"file": "eth0.pcap", "frame": 3}, {"file": "eth0.pcap", "frame": 5}
-        ]));
+        ])
+    );
     let line: Value = serde_json::from_str(render_jsonl(&r).lines().next().unwrap()).unwrap();
     assert_eq!(line["source_frames"][1]["frame"], 1);
     // The new keys are in docs/report.schema.json (strict: unknown keys fail).
     let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/report.schema.json")).unwrap(),
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/report.schema.json"
+        ))
+        .unwrap(),
     )
     .unwrap();
     let validator = jsonschema::draft202012::new(&schema).expect("schema compiles");
-    assert!(validator.is_valid(&v), "merged sample does not match the schema");
+    assert!(
+        validator.is_valid(&v),
+        "merged sample does not match the schema"
+    );
     let mut bad = v.clone();
     bad["captures"][0]["sources"][0]["extra"] = json!(1);
     assert!(!validator.is_valid(&bad));
