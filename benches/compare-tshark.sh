@@ -7,6 +7,7 @@
 # time of 3 runs (hyperfine if installed, else bash `time`) and MB/s.
 #
 # Usage: benches/compare-tshark.sh [MEGABYTES_OF_SYNTHETIC_CAPTURE]   (default 64)
+# COMPARE_SHARED=0 skips the shared merge file (tshark needs minutes per run on it).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,9 +26,11 @@ cli="$bin/pcapsleuth"
 synthetic="$tmp/pcapsleuth-compare-synthetic.pcap"
 "$bin/gen-synthetic" "$synthetic" "$mb" >&2
 files=("$synthetic")
-for f in "$root"/../shared/captures/derived__bench/*.pcap; do
-    [ -f "$f" ] && files+=("$f")
-done
+if [ "${COMPARE_SHARED:-1}" != 0 ]; then
+    for f in "$root"/../shared/captures/derived__bench/*.pcap; do
+        [ -f "$f" ] && files+=("$f")
+    done
+fi
 
 # median of the wall times (seconds) of $runs runs of "$@"
 median_time() {

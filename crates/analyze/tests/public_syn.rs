@@ -301,7 +301,10 @@ fn check(shared: &Path, rel: &str) -> Row {
     for f in &findings {
         let v = f.tcp_stream.and_then(|s| views.get(&s));
         if !v.is_some_and(|v| !v.resent.is_empty() || v.after_rst > 0 || v.synack_resent) {
-            row.extra.push(format!("stream {:?} frames {:?}: {}", f.tcp_stream, f.frames, f.summary));
+            row.extra.push(format!(
+                "stream {:?} frames {:?}: {}",
+                f.tcp_stream, f.frames, f.summary
+            ));
         }
     }
     for (stream, v) in &views {

@@ -12,11 +12,16 @@
 //! (`VmRSS` in `/proc/self/status`, Linux only; skipped elsewhere) grows by less than 64 MiB
 //! between the first 5 % of the segments and the end.
 //!
-//! Measured on the 2-core CI-like machine (test profile, opt-level 1): see the report of
-//! issue 3; 1 M segments run by default, 10 M under `--ignored`.
+//! Measured on the 2-core build machine (test profile, opt-level 1): 1 M segments 35 s,
+//! 10 M segments 427 s, RSS flat (3.8 MiB after 5 % and at the end of 1 M; 4.3 MiB for 10 M).
+//! 87 % of the time is the Wireshark emulation's bytes-in-flight loop over its unacked list
+//! (up to `TCP_MAX_UNACKED_SEGMENTS` = 10 000 entries per segment, `analysis/wireshark.rs`).
+//! 1 M segments run by default, 10 M under `--ignored`.
 
 use pcapsleuth_core::{SeqNum, Timestamp};
-use pcapsleuth_decode::{Decoded, IpHeader, IpVersion, TcpFlags, TcpOptions, TcpSegment, Transport};
+use pcapsleuth_decode::{
+    Decoded, IpHeader, IpVersion, TcpFlags, TcpOptions, TcpSegment, Transport,
+};
 use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowTable, PacketMeta};
 use std::net::IpAddr;
 use std::time::Instant;
@@ -44,7 +49,16 @@ struct Gen {
 
 impl Gen {
     #[allow(clippy::too_many_arguments)]
-    fn send(&mut self, from_client: bool, seq: u32, ack: u32, flags: u16, len: u32, iface: u32, new_id: bool) {
+    fn send(
+        &mut self,
+        from_client: bool,
+        seq: u32,
+        ack: u32,
+        flags: u16,
+        len: u32,
+        iface: u32,
+        new_id: bool,
+    ) {
         let (src, dst, sp, dp) = if from_client {
             (CLIENT, SERVER, 40000, 443)
         } else {
@@ -110,7 +124,15 @@ fn run(n: u64) {
     let (c_isn, s_isn) = (1_000u32, 5_000_000u32);
     g.send(true, c_isn, 0, TcpFlags::SYN, 0, 0, true);
     g.ts += 50_000;
-    g.send(false, s_isn, c_isn + 1, TcpFlags::SYN | TcpFlags::ACK, 0, 0, true);
+    g.send(
+        false,
+        s_isn,
+        c_isn + 1,
+        TcpFlags::SYN | TcpFlags::ACK,
+        0,
+        0,
+        true,
+    );
     g.ts += 50_000;
     g.send(true, c_isn + 1, s_isn + 1, TcpFlags::ACK, 0, 0, true);
     let early_ack = c_isn + 1 + SEG; // the server acknowledges the first segment only
@@ -120,7 +142,9 @@ fn run(n: u64) {
     let mut dups = 0u64;
     for i in 0..n {
         g.ts += 1_000;
-        let seq = c_isn.wrapping_add(1).wrapping_add((i as u32).wrapping_mul(SEG));
+        let seq = c_isn
+            .wrapping_add(1)
+            .wrapping_add((i as u32).wrapping_mul(SEG));
         g.send(true, seq, s_isn + 1, TcpFlags::ACK, SEG, 0, true);
         if i % DUP_EVERY == 7 {
             // the same packet seen on a second interface, 2 µs later
@@ -148,13 +172,24 @@ fn run(n: u64) {
         s.sightings_capped,
         s.unacked_capped
     );
-    assert_eq!(s.packets_c2s, n + dups + 1 + 1, "SYN, handshake ACK, data, duplicates");
-    assert_eq!(s.payload_bytes_c2s, n * u64::from(SEG), "duplicates carry no new bytes");
+    assert_eq!(
+        s.packets_c2s,
+        n + dups + 1 + 1,
+        "SYN, handshake ACK, data, duplicates"
+    );
+    assert_eq!(
+        s.payload_bytes_c2s,
+        n * u64::from(SEG),
+        "duplicates carry no new bytes"
+    );
     assert_eq!(s.duplicate_sightings, dups);
     assert!(s.unacked_capped, "unacked list was not reported capped");
     assert!(s.sightings_capped, "sightings list was not reported capped");
     assert_eq!(s.sightings.len(), cfg.max_sightings);
-    assert_eq!(s.retransmissions.total, 0, "duplicates are not retransmissions");
+    assert_eq!(
+        s.retransmissions.total, 0,
+        "duplicates are not retransmissions"
+    );
     if let (Some(a), Some(b)) = (rss_warm, rss_end) {
         let growth_mib = b.saturating_sub(a) / 1024;
         assert!(

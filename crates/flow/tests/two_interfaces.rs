@@ -20,7 +20,7 @@ use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowSummary, FlowTable, PacketMeta,
 use pcapsleuth_ingest::CaptureReader;
 use pcapsleuth_testkit::{fixtures_dir, in_ci, tshark, tshark_lines};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const FIELDS: &[&str] = &[
     "frame.number",
@@ -75,8 +75,16 @@ fn capture() -> Option<PathBuf> {
     Some(p)
 }
 
-fn oracle(p: &PathBuf) -> Oracle {
-    let mut args = vec!["-2", "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a"];
+fn oracle(p: &Path) -> Oracle {
+    let mut args = vec![
+        "-2",
+        "-T",
+        "fields",
+        "-E",
+        "separator=\t",
+        "-E",
+        "occurrence=a",
+    ];
     for f in FIELDS {
         args.push("-e");
         args.push(f);
@@ -109,11 +117,19 @@ fn oracle(p: &PathBuf) -> Oracle {
     for (id, frames) in &by_id {
         assert_eq!(frames.len(), 2, "identity {id} seen {frames:?}");
         let ifs: BTreeSet<u32> = frames.iter().map(|f| rows[f].interface).collect();
-        assert_eq!(ifs.len(), 2, "identity {id}: both sightings on one interface");
+        assert_eq!(
+            ifs.len(),
+            2,
+            "identity {id}: both sightings on one interface"
+        );
         pairs.push([frames[0].min(frames[1]), frames[0].max(frames[1])]);
     }
     pairs.sort_unstable();
-    let ws_retrans = rows.values().filter(|r| r.ws_retrans).map(|r| r.frame).collect();
+    let ws_retrans = rows
+        .values()
+        .filter(|r| r.ws_retrans)
+        .map(|r| r.frame)
+        .collect();
     Oracle {
         rows,
         pairs,
@@ -161,7 +177,7 @@ struct OwnedFrame {
     data: Vec<u8>,
 }
 
-fn load(p: &PathBuf) -> Vec<OwnedFrame> {
+fn load(p: &Path) -> Vec<OwnedFrame> {
     let mut reader = CaptureReader::open(p).expect("fixture opens");
     let mut out = Vec::new();
     while let Some(f) = reader.next_frame().expect("fixture reads") {
@@ -220,7 +236,10 @@ fn check(order_name: &str, o: &Oracle, frames: &[&OwnedFrame]) -> Vec<String> {
             continue;
         };
         if e1.duplicate_of.is_some() {
-            fail.push(format!("frame {first}: first sighting marked duplicate_of {:?}", e1.duplicate_of));
+            fail.push(format!(
+                "frame {first}: first sighting marked duplicate_of {:?}",
+                e1.duplicate_of
+            ));
         }
         if e2.duplicate_of != Some(first) {
             fail.push(format!(
@@ -231,7 +250,9 @@ fn check(order_name: &str, o: &Oracle, frames: &[&OwnedFrame]) -> Vec<String> {
         // A second sighting carries its first sighting's classification (documented in
         // `analysis/mod.rs`): a retransmission only when the packet really was one.
         if e2.analysis != e1.analysis {
-            fail.push(format!("frame {second}: classification differs from frame {first}"));
+            fail.push(format!(
+                "frame {second}: classification differs from frame {first}"
+            ));
         }
         if e2.analysis.retransmission != real.contains(&first) {
             fail.push(format!(
@@ -338,10 +359,16 @@ fn oracle_matches_truth_file() {
         false_ws.len()
     );
     assert!(
-        truth.contains(&format!("\"wireshark_retransmission_frames\": {},", o.ws_retrans.len())),
+        truth.contains(&format!(
+            "\"wireshark_retransmission_frames\": {},",
+            o.ws_retrans.len()
+        )),
         "truth file disagrees on Wireshark's retransmission count"
     );
-    assert!(false_ws.len() > 10, "Wireshark false positives: {false_ws:?}");
+    assert!(
+        false_ws.len() > 10,
+        "Wireshark false positives: {false_ws:?}"
+    );
 }
 
 /// Time order (what `reordercap` gives): each second sighting follows its first within
@@ -354,7 +381,12 @@ fn duplicate_sightings_in_time_order() {
     let mut sorted: Vec<&OwnedFrame> = frames.iter().collect();
     sorted.sort_by_key(|f| (f.ts, f.number));
     let fail = check("time order", &o, &sorted);
-    assert!(fail.is_empty(), "{} failures, first: {:?}", fail.len(), fail.first());
+    assert!(
+        fail.is_empty(),
+        "{} failures, first: {:?}",
+        fail.len(),
+        fail.first()
+    );
 }
 
 /// File order, as dumpcap wrote it: a burst's sightings on one interface come as a block
@@ -370,6 +402,10 @@ fn duplicate_sightings_in_file_order() {
     let frames = load(&p);
     let in_file: Vec<&OwnedFrame> = frames.iter().collect();
     let fail = check("file order", &o, &in_file);
-    assert!(fail.is_empty(), "{} failures, first: {:?}", fail.len(), fail.first());
+    assert!(
+        fail.is_empty(),
+        "{} failures, first: {:?}",
+        fail.len(),
+        fail.first()
+    );
 }
-

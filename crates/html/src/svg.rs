@@ -524,12 +524,16 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
             h - bottom - top,
             esc(&t)
         );
+        // Label only bands wide enough for their text (about 5.5 px per character at 10 px).
         if x1 - x0 >= 50.0 {
             let label = if *n == 1 {
                 format!("stall {total:.0} ms")
             } else {
                 format!("{n} stalls, {total:.0} ms")
             };
+            if x1 - x0 < label.chars().count() as f64 * 5.5 + 8.0 {
+                continue;
+            }
             let _ = write!(
                 o,
                 r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#495057">{}</text>"##,

@@ -50,7 +50,7 @@
 //! # Severity
 //! Warning when the connection was set up after the delay (or refused after
 //! retries); error when the SYN was never answered or the SYN/ACK never
-//! acknowledged. Info instead of error when the client failed to reach ≥ 5
+//! acknowledged. Info instead (also for refusals) when the client failed to reach ≥ 5
 //! distinct services (a sweep: port scanner, P2P client trying stale peers;
 //! public corpus `gnutella.pcap`) or when every retry came sooner than 200 ms
 //! (`TCP_RTO_MIN`: a raw-socket tool such as nmap, not a kernel SYN timer).
