@@ -120,6 +120,11 @@ pub(crate) struct Side {
 }
 
 impl Side {
+    /// Heap bytes held (unacked list and transmission ring, by capacity).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        (self.unacked.capacity() + self.recent.capacity()) * std::mem::size_of::<TxSeg>()
+    }
+
     /// Set the relative base (Wireshark `base_seq`) and reset SND.UNA/SND.NXT
     /// to `start` (0 when the base is the ISN of a captured SYN, else 1).
     pub(crate) fn set_base(&mut self, base: SeqNum, start: i64) {

@@ -183,6 +183,14 @@ impl Stream {
         }
     }
 
+    /// Heap bytes owned by this stream (by capacity), not counting `size_of::<Stream>()`.
+    fn heap_bytes(&self) -> usize {
+        self.sides.iter().map(Side::heap_bytes).sum::<usize>()
+            + self.analyzer.heap_bytes()
+            + self.dups.capacity() * std::mem::size_of::<DupEntry>()
+            + self.acc.sightings.capacity() * std::mem::size_of::<Sighting>()
+    }
+
     fn close(&mut self) {
         self.closed = true;
         for s in self.sides.iter_mut() {
@@ -201,7 +209,8 @@ pub struct FlowTable {
     config: FlowConfig,
     /// Latest stream (index into `streams`) per unordered address/port pair.
     convs: HashMap<FlowKey, usize>,
-    streams: Vec<Stream>,
+    /// Boxed so the `Vec`'s growth slack costs a pointer per slot, not a record.
+    streams: Vec<Box<Stream>>,
     last_frame: FrameNo,
     last_ts: Option<Timestamp>,
     finished: bool,
@@ -294,11 +303,13 @@ impl FlowTable {
         if let Some(&old) = self.convs.get(&key) {
             if let Some(s) = self.streams.get_mut(old) {
                 s.close();
+                s.analyzer.compact();
             }
         }
         let idx = self.streams.len();
         let id = idx as StreamId;
-        self.streams.push(Stream::new(id, client, server, meta));
+        self.streams
+            .push(Box::new(Stream::new(id, client, server, meta)));
         self.convs.insert(key, idx);
         out.push(FlowEvent::FlowStarted(FlowStarted {
             stream: id,
@@ -491,6 +502,10 @@ impl FlowTable {
             duplicate_of,
             new_stream_on_syn,
         });
+        if st.closed {
+            // After the verdict, so the closing ACK still gets its RTT sample.
+            st.analyzer.compact();
+        }
 
         // Summary counters.
         let acc = &mut st.acc;
@@ -683,6 +698,18 @@ impl FlowTable {
         }
     }
 
+    /// Approximate memory held by the table, bytes: the inline size of every
+    /// stream record plus the capacity of every heap buffer it owns, plus the
+    /// 4-tuple map (entries at capacity plus one control byte each, as
+    /// hashbrown lays them out). Deterministic (no allocator or RSS noise), for
+    /// memory-bound tests; excludes allocator overhead.
+    pub fn approx_heap_bytes(&self) -> usize {
+        let map = self.convs.capacity() * (std::mem::size_of::<(FlowKey, usize)>() + 1);
+        let slots = self.streams.capacity() * std::mem::size_of::<Box<Stream>>();
+        let records = self.streams.len() * std::mem::size_of::<Stream>();
+        map + slots + records + self.streams.iter().map(|s| s.heap_bytes()).sum::<usize>()
+    }
+
     /// Number of streams assigned so far.
     pub fn stream_count(&self) -> u64 {
         self.streams.len() as u64
@@ -690,7 +717,7 @@ impl FlowTable {
 
     /// Per-flow summaries in `tcp.stream` order.
     pub fn summaries(&self) -> Vec<FlowSummary> {
-        self.streams.iter().map(summary_of).collect()
+        self.streams.iter().map(|s| summary_of(s)).collect()
     }
 }
 
@@ -989,10 +1016,11 @@ fn update_state(
         }
     }
 
-    // Closed: RST, or both FINs acknowledged.
+    // Closed: RST, or both FINs acknowledged. A late segment on a closed
+    // stream refilled the buffers just freed: free them again.
     let [c, s] = &st.sides;
     let fin_acked = |x: &Side| x.fin_rel.is_some_and(|fr| x.snd_una > fr);
-    if f.rst() || (fin_acked(c) && fin_acked(s)) {
+    if st.closed || f.rst() || (fin_acked(c) && fin_acked(s)) {
         st.close();
     }
     own_rtt

@@ -11,8 +11,9 @@
 //! # Signature
 //! In one `tcp.stream`, a SYN re-sent with the same initial sequence number
 //! (ISN), or the SYN/ACK re-sent with the same ISN. Other sightings of the same
-//! packet (another interface or VLAN, `SegmentEvent::duplicate_of`) are not
-//! retransmissions. A SYN with a new ISN on the same ports is a new attempt.
+//! packet (another interface or VLAN, `SegmentEvent::duplicate_of`; the same
+//! non-zero IPv4 ID; with ID 0 or IPv6, a repeat within 100 ms) are not
+//! retransmissions; a repeat with a new non-zero IPv4 ID is one, however soon. A SYN with a new ISN on the same ports is a new attempt.
 //! A connection refused at once (RST answering the only SYN) is not flagged.
 //!
 //! # Evidence (one finding per affected connection)
@@ -24,7 +25,9 @@
 //!   only those were re-sent).
 //! - `rto_ms` (ms): the first retransmission's wait (the initial RTO seen).
 //! - `ladder` (string): the retry schedule matched (Linux classic 1, 2, 4, 8 s;
-//!   Linux ≥ 6.x `tcp_syn_linear_timeouts=4`: 1, 1, 1, 1 s then doubling;
+//!   1 s ×5 then doubling: Linux ≥ 6.5 `tcp_syn_linear_timeouts=4` or XNU
+//!   `tcp_syn_backoff`, named XNU/macOS when more than the 7 SYNs a default
+//!   Linux sends;
 //!   Windows 3, 6 s; 3 s initial RTO of older stacks; "unrecognised"), with
 //!   timer rounding tolerance from [`pcapsleuth_detect::timer`].
 //! - `connected` (bool: handshake completed, or its ACK merely not captured),
@@ -86,7 +89,8 @@ pub const ID: &str = "syn-retransmit";
 
 /// A SYN (or SYN/ACK) repeated sooner than this (ns) is not a timer retry
 /// (RFC 6298 and every known stack wait ≥ 200 ms): another sighting of the
-/// same packet, counted in `duplicate_sightings`.
+/// same packet, counted in `duplicate_sightings`. Used only when the IPv4 ID
+/// cannot tell (ID 0 or IPv6); see [`same_packet`].
 const MIN_RETRY_GAP_NS: i64 = 100_000_000;
 
 /// A client failing to connect to at least this many distinct services
@@ -126,9 +130,40 @@ struct Ladder {
     gaps_s: &'static [i64],
 }
 
+/// Most SYNs (count) a default Linux sends: `tcp_syn_retries` 6 → 7 SYNs
+/// (`retransmits_timed_out()` gives up on elapsed time; with
+/// `tcp_syn_linear_timeouts=4` the SYNs leave at 0, 1, 2, 3, 4, 5, 7 s).
+const LINUX_DEFAULT_MAX_SYNS: usize = 7;
+
+/// `ladder` evidence of the 1 s ×5-then-doubling shape when it could be
+/// either stack (at most [`LINUX_DEFAULT_MAX_SYNS`] SYNs).
+const LINEAR_LABEL: &str = "Linux tcp_syn_linear_timeouts (1 s ×N then doubling) or XNU/macOS tcp_syn_backoff (1 s ×5 then doubling)";
+/// Summary name of [`LINEAR_LABEL`].
+const LINEAR_SHORT: &str = "1 s linear then doubling: Linux tcp_syn_linear_timeouts or XNU/macOS";
+/// `ladder` evidence of the same shape with more SYNs than a default Linux
+/// sends: XNU `tcp_syn_backoff[] = {1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64, …}`
+/// (bsd/netinet/tcp_timer.c; public corpus `http_espn_fail.pcapng`, 11 SYNs
+/// from Mac OS X 10.10).
+const XNU_LABEL: &str =
+    "XNU/macOS tcp_syn_backoff (1 s ×5 then doubling; more SYNs than a default Linux sends)";
+/// Summary name of [`XNU_LABEL`].
+const XNU_SHORT: &str = "XNU/macOS tcp_syn_backoff";
+
+/// The names of ladder `l` for a connection that sent `syns` SYNs in all
+/// (including any missed before the capture began): the linear shape is
+/// XNU/macOS when there are more SYNs than default Linux sends.
+fn ladder_names(l: &Ladder, syns: usize) -> (&'static str, &'static str) {
+    if l.label == LINEAR_LABEL && syns > LINUX_DEFAULT_MAX_SYNS {
+        (XNU_LABEL, XNU_SHORT)
+    } else {
+        (l.label, l.short)
+    }
+}
+
 /// Known SYN retry schedules. Linux: `tcp_retransmit_timer()` doubles
 /// `icsk_rto` from `TCP_TIMEOUT_INIT` (1 s, RFC 6298), except in SYN_SENT while
-/// `icsk_backoff <= tcp_syn_linear_timeouts` (default 4 since 6.5). Windows:
+/// `icsk_backoff <= tcp_syn_linear_timeouts` (default 4 since 6.5); XNU's
+/// `tcp_syn_backoff` table has the same shape (see [`ladder_names`]). Windows:
 /// `InitialRto` 3 s, `MaxSynRetransmissions` 2. Older stacks: RFC 1122 3 s.
 const LADDERS: &[Ladder] = &[
     Ladder {
@@ -137,9 +172,9 @@ const LADDERS: &[Ladder] = &[
         gaps_s: &[1, 2, 4, 8, 16, 32, 64],
     },
     Ladder {
-        short: "Linux linear SYN timeouts",
-        label: "Linux >= 6.5 default tcp_syn_linear_timeouts=4 (1 s retries, then doubling)",
-        gaps_s: &[1, 1, 1, 1, 1, 2, 4, 8, 16, 32],
+        short: LINEAR_SHORT,
+        label: LINEAR_LABEL,
+        gaps_s: &[1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64],
     },
     Ladder {
         short: "Windows",
@@ -182,7 +217,7 @@ pub fn ladder_for(gaps_ns: &[i64]) -> (&'static str, &'static str) {
         .collect();
     match matching.as_slice() {
         [] => ("unrecognised", "an unrecognised retry schedule"),
-        [one] => (one.label, one.short),
+        [one] => ladder_names(one, gaps_ns.len() + 1),
         [a, ..] if a.gaps_s[0] == 1 => (
             "Linux / RFC 6298 1 s initial RTO (classic or linear: too few retries to tell)",
             "1 s initial RTO, Linux / RFC 6298",
@@ -224,14 +259,13 @@ pub fn ladder_joined(gaps_ns: &[i64], since_capture_start_ns: i64) -> Option<(St
     }
     best.map(|(k, l)| {
         let missed_s: i64 = l.gaps_s.iter().take(k).sum();
+        let (label, short) = ladder_names(l, k + gaps_ns.len() + 1);
         (
             format!(
-                "{}, joined at retry {k}: the capture began after the first SYN ({k} earlier SYN(s), ~{missed_s} s, not captured)",
-                l.label
+                "{label}, joined at retry {k}: the capture began after the first SYN ({k} earlier SYN(s), ~{missed_s} s, not captured)"
             ),
             format!(
-                "likely {} from retry {k} on: the capture began ~{missed_s} s after the first SYN, so the real delay is longer",
-                l.short
+                "likely {short} from retry {k} on: the capture began ~{missed_s} s after the first SYN, so the real delay is longer"
             ),
         )
     })
@@ -241,6 +275,22 @@ pub fn ladder_joined(gaps_ns: &[i64], since_capture_start_ns: i64) -> Option<(St
 struct Tx {
     frame: FrameNo,
     ts: Timestamp,
+    /// IPv4 identification (`None` for IPv6).
+    ip_id: Option<u32>,
+}
+
+/// Whether `s`, a repeat of `prev` (same ISN, same direction), is another
+/// sighting of the same packet rather than a new transmission. A different
+/// non-zero IPv4 ID is a new packet whatever the gap (nDPI `webex.pcap`
+/// stream 24: SYN re-sent after 78.7 ms with ID 0x7cc0 → 0x7cc1); the same
+/// non-zero ID is the same packet (`hauntedbrowser.pcap`: 0x0062 twice,
+/// 1.4 ms apart). With ID 0 (Linux DF SYNs, RFC 6864) or IPv6 there is no ID
+/// to go by: a repeat sooner than [`MIN_RETRY_GAP_NS`] is a copy.
+fn same_packet(prev: &Tx, s: &SegmentEvent) -> bool {
+    match (prev.ip_id, s.ip_id) {
+        (Some(a), Some(b)) if a != 0 && b != 0 => a == b,
+        _ => (s.ts.0 - prev.ts.0).abs() < MIN_RETRY_GAP_NS,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -342,16 +392,14 @@ impl SynRetransmit {
         let tx = Tx {
             frame: s.frame,
             ts: s.ts,
+            ip_id: s.ip_id,
         };
         let live = self.live.get(&s.stream).copied();
         if s.flags.syn() && !s.flags.ack() {
             if let Some(a) = live.and_then(|i| self.attempts.get_mut(i)) {
                 if a.isn == s.seq && a.syn_dir == s.dir {
-                    let quick = a
-                        .syns
-                        .last()
-                        .is_some_and(|p| (s.ts.0 - p.ts.0).abs() < MIN_RETRY_GAP_NS);
-                    if s.duplicate_of.is_some() || quick {
+                    let copy = a.syns.last().is_some_and(|p| same_packet(p, s));
+                    if s.duplicate_of.is_some() || copy {
                         a.duplicates.push(s.frame);
                     } else if a.handshake_ack.is_none() && a.rst.is_none() && a.went_on.is_none() {
                         if a.syns.len() == 1 {
@@ -408,11 +456,8 @@ impl SynRetransmit {
             }
             match a.synack_isn {
                 Some(isn) if isn == s.seq => {
-                    let quick = a
-                        .synacks
-                        .last()
-                        .is_some_and(|p| (s.ts.0 - p.ts.0).abs() < MIN_RETRY_GAP_NS);
-                    if quick {
+                    let copy = a.synacks.last().is_some_and(|p| same_packet(p, s));
+                    if copy {
                         a.duplicates.push(s.frame);
                         return;
                     }

@@ -118,6 +118,12 @@ impl Cap {
         }
         frames
     }
+    /// Sets the IPv4 ID of the last segment pushed.
+    fn ip_id(&mut self, id: u32) {
+        if let Some(FlowEvent::Segment(s)) = self.events.last_mut() {
+            s.ip_id = Some(id);
+        }
+    }
     fn run(&self) -> Vec<Finding> {
         let mut d = SynRetransmit::default();
         let mut ctx = FinishContext::default();
@@ -181,7 +187,7 @@ fn ladders_are_told_apart() {
         .starts_with("Linux classic"));
     assert!(ladder_for(&[s + 20_000_000, s + 12_000_000, s + 9_000_000])
         .0
-        .starts_with("Linux >= 6.5"));
+        .starts_with("Linux tcp_syn_linear_timeouts"));
     assert!(ladder_for(&[3 * s + 10_000_000])
         .0
         .starts_with("3 s initial RTO (Windows"));
@@ -689,5 +695,151 @@ fn capture_that_began_mid_ladder_names_the_ladder_and_the_missed_syns() {
             ),
             None => assert!(got.is_none(), "{gaps:?}: {got:?}"),
         }
+    }
+}
+
+#[test]
+fn linear_ladder_with_more_syns_than_default_linux_is_xnu() {
+    // chrissanders `http_espn_fail.pcapng` stream 2 (Mac OS X 10.10): 11 SYNs at
+    // XNU tcp_syn_backoff gaps. Real Linux 6.18 (tcp_syn_linear_timeouts=4,
+    // fixtures/syn-drops.pcap) has the same shape but sends at most 7 SYNs.
+    let ms = 1_000_000i64;
+    let espn: Vec<i64> = [1030, 1001, 1004, 1002, 1004, 2014, 4061, 8034, 16039, 32216]
+        .iter()
+        .map(|&g| g * ms)
+        .collect();
+    let (label, short) = ladder_for(&espn);
+    assert!(label.starts_with("XNU/macOS tcp_syn_backoff"), "{label}");
+    assert!(!label.contains("Linux tcp_syn_linear"), "{label}");
+    assert_eq!(short, "XNU/macOS tcp_syn_backoff");
+    // 8 SYNs (0..5, 7, 11 s): already more than a default Linux sends.
+    let eight: Vec<i64> = [1000, 1000, 1000, 1000, 1000, 2000, 4000]
+        .iter()
+        .map(|&g| g * ms)
+        .collect();
+    assert!(ladder_for(&eight).0.starts_with("XNU/macOS"));
+    // 7 SYNs at 0, 1, 2, 3, 4, 5, 7 s: Linux default or macOS.
+    let seven = &eight[..6];
+    let (label, short) = ladder_for(seven);
+    assert!(
+        label.starts_with("Linux tcp_syn_linear_timeouts") && label.contains("XNU/macOS"),
+        "{label}"
+    );
+    assert!(
+        short.contains("Linux") && short.contains("XNU/macOS"),
+        "{short}"
+    );
+    // The Linux classic and 3 s / Windows names are untouched.
+    assert!(ladder_for(&[ms * 1000, ms * 2000, ms * 4000, ms * 8000])
+        .0
+        .starts_with("Linux classic"));
+    assert!(ladder_for(&[ms * 2950, ms * 6000])
+        .0
+        .starts_with("3 s initial RTO"));
+    // A capture joining the XNU ladder late counts the missed SYNs too:
+    // 4 missed + 7 captured = 11 SYNs.
+    let late = &espn[4..];
+    let (label, _) = ladder_joined(late, 0).expect("joined ladder");
+    assert!(label.starts_with("XNU/macOS"), "{label}");
+    // Through the detector: the summary names macOS.
+    let mut c = Cap::new();
+    let mut t = 0.0;
+    let mut syns = vec![t];
+    for g in [
+        1030.0, 1001.0, 1004.0, 1002.0, 1004.0, 2014.0, 4061.0, 8034.0, 16039.0, 32216.0,
+    ] {
+        t += g;
+        syns.push(t);
+    }
+    c.connect(0, 64862, &syns, None);
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert!(
+        out[0].summary.contains("(XNU/macOS tcp_syn_backoff)"),
+        "{}",
+        out[0].summary
+    );
+    assert_eq!(ev(&out[0], "syn_count"), &json!(11));
+}
+
+#[test]
+fn resend_with_a_new_ip_id_is_a_retransmission_however_soon() {
+    // nDPI `webex.pcap` stream 24: SYN 461 (ID 0x7cc0), SYN/ACK 462 at +14.4 ms
+    // (ID 0x01f3), SYN 488 at +78.7 ms (ID 0x7cc1), SYN/ACK 489 at +86 ms
+    // (ID 0x01fc), handshake ACK at +134 ms. tshark flags 488 and 489.
+    let mut c = Cap::new();
+    c.flow(24, 50000, "198.51.100.10", 443);
+    c.seg(24, C2S, 0.0, SYN, CISN, 0, None);
+    c.ip_id(0x7cc0);
+    c.seg(24, S2C, 14.4, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.ip_id(0x01f3);
+    c.seg(24, C2S, 78.7, SYN, CISN, 0, None);
+    c.ip_id(0x7cc1);
+    c.seg(24, S2C, 85.9, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.ip_id(0x01fc);
+    c.seg(
+        24,
+        C2S,
+        134.0,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
+    c.ip_id(0x7cc2);
+    let out = c.run();
+    assert_eq!(out.len(), 1, "{out:?}");
+    let f = &out[0];
+    assert_eq!(ev(f, "syn_count"), &json!(2));
+    assert_eq!(ev(f, "synack_retransmits"), &json!(1));
+    assert_eq!(ev(f, "duplicate_sightings"), &json!(0));
+    assert_eq!(ev(f, "syns_after_synack"), &json!(1));
+    assert_eq!(ev(f, "connected"), &json!(true));
+    assert_eq!(f.severity, Severity::Warning);
+
+    // The same repeats with the same non-zero IP ID are copies, even at 78.7 ms.
+    let mut c = Cap::new();
+    c.flow(0, 50000, "198.51.100.10", 443);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    c.ip_id(0x0062);
+    c.seg(0, C2S, 78.7, SYN, CISN, 0, None);
+    c.ip_id(0x0062);
+    c.seg(0, S2C, 90.0, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(
+        0,
+        C2S,
+        91.0,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
+    assert!(c.run().is_empty());
+
+    // IP ID 0 (Linux DF SYNs) and IPv6 fall back to the time rule: copies
+    // under 100 ms, a retry at 1 s.
+    for id in [Some(0u32), None] {
+        let mut c = Cap::new();
+        c.flow(0, 50000, "198.51.100.10", 443);
+        for ms in [0.0, 0.5, 1000.0] {
+            c.seg(0, C2S, ms, SYN, CISN, 0, None);
+            if let Some(id) = id {
+                c.ip_id(id);
+            }
+        }
+        c.seg(0, S2C, 1010.0, SYNACK, SISN, CISN.wrapping_add(1), None);
+        c.seg(
+            0,
+            C2S,
+            1011.0,
+            ACK,
+            CISN.wrapping_add(1),
+            SISN.wrapping_add(1),
+            None,
+        );
+        let out = c.run();
+        assert_eq!(out.len(), 1, "{id:?}");
+        assert_eq!(ev(&out[0], "syn_count"), &json!(2), "{id:?}");
+        assert_eq!(ev(&out[0], "duplicate_sightings"), &json!(1), "{id:?}");
     }
 }

@@ -53,6 +53,14 @@ pub(crate) struct Sent {
 }
 
 impl TxHistory {
+    /// Heap bytes held (first-transmission records, by capacity).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.dirs
+            .iter()
+            .map(|d| d.records.capacity() * std::mem::size_of::<TxRecord>())
+            .sum()
+    }
+
     /// Record a transmission; returns the time since the first transmission
     /// of the earliest re-sent byte (ns) when some of its bytes were sent before.
     pub(crate) fn on_sent(&mut self, s: &Sent) -> Option<i64> {

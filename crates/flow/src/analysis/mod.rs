@@ -45,6 +45,10 @@ use wireshark::{Machine, RawSeg, Ta};
 /// its original's flags (the flow table's duplicate window is milliseconds).
 const RECENT_VERDICTS: usize = 256;
 
+/// Recent verdicts kept by a [`StreamAnalyzer::compact`]ed (finished) stream;
+/// equals the number of sightings the flow table keeps after a close.
+pub const CLOSED_RECENT_VERDICTS: usize = 4;
+
 /// One TCP segment handed to a [`StreamAnalyzer`], in frame order.
 #[derive(Debug, Clone, Copy)]
 pub struct SegmentInput<'a> {
@@ -104,14 +108,28 @@ pub struct SegmentVerdict {
 /// in frame order. Memory: at most 10 000 unacked segments per direction per
 /// copy (Wireshark's `TCP_MAX_UNACKED_SEGMENTS`) plus 4096 transmission
 /// records and 256 recent verdicts.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StreamAnalyzer {
     ws: Machine,
     ours: Machine,
-    history: TxHistory,
+    /// First transmissions (our since-first-transmission and Karn RTT);
+    /// `None` once the stream is finished ([`StreamAnalyzer::compact`]).
+    history: Option<Box<TxHistory>>,
     recent: VecDeque<(FrameNo, SegmentAnalysis, Option<u64>)>,
     /// The next segment is the SYN that opened this stream by reusing ports.
     pending_reused_ports: bool,
+}
+
+impl Default for StreamAnalyzer {
+    fn default() -> Self {
+        StreamAnalyzer {
+            ws: Machine::default(),
+            ours: Machine::default(),
+            history: Some(Box::default()),
+            recent: VecDeque::new(),
+            pending_reused_ports: false,
+        }
+    }
 }
 
 fn dir_index(d: Direction) -> usize {
@@ -220,6 +238,44 @@ impl StreamAnalyzer {
         }
     }
 
+    /// Heap bytes held by this analyzer (by capacity): both Wireshark
+    /// machines' unacked lists, the transmission history and recent verdicts.
+    pub fn heap_bytes(&self) -> usize {
+        self.ws.heap_bytes()
+            + self.ours.heap_bytes()
+            + self
+                .history
+                .as_ref()
+                .map_or(0, |h| std::mem::size_of::<TxHistory>() + h.heap_bytes())
+            + self.recent.capacity()
+                * std::mem::size_of::<(FrameNo, SegmentAnalysis, Option<u64>)>()
+    }
+
+    /// Shrink to what late segments of a finished stream need (called by the
+    /// flow table once the stream is closed: RST, both FINs acknowledged, or
+    /// replaced by a new stream on reused ports).
+    ///
+    /// Kept: both Wireshark machines in full (a stray late segment gets the
+    /// same `tcp.analysis.*` flags tshark prints; their unacked lists are
+    /// normally empty after a close and are only shrunk to fit) and the newest
+    /// [`CLOSED_RECENT_VERDICTS`] verdicts (the flow table's duplicate ring
+    /// keeps as many sightings after a close). Dropped: the transmission
+    /// history, so segments after this point get no `since_first_tx_ns` and
+    /// no Karn RTT sample (`ack_rtt_ns`); Wireshark's own `ack_rtt` is kept.
+    /// Idempotent and cheap when already compact.
+    pub fn compact(&mut self) {
+        self.history = None;
+        if self.recent.len() > CLOSED_RECENT_VERDICTS {
+            self.recent
+                .drain(..self.recent.len() - CLOSED_RECENT_VERDICTS);
+        }
+        if self.recent.capacity() > self.recent.len().max(CLOSED_RECENT_VERDICTS) {
+            self.recent.shrink_to_fit();
+        }
+        self.ws.shrink();
+        self.ours.shrink();
+    }
+
     /// Classify one segment (in frame order) and update the stream state.
     ///
     /// A pure SYN whose TCP header does not parse (options flagged malformed,
@@ -274,18 +330,20 @@ impl StreamAnalyzer {
             .payload_len
             .saturating_add(u32::from(s.flags.syn()))
             .saturating_add(u32::from(s.flags.fin()));
-        let since = self.history.on_sent(&Sent {
-            dir: d,
-            seq: s.seq,
-            span,
-            ts,
-            frame: input.frame,
-        });
-        if v.analysis.retransmission {
-            v.since_first_tx_ns = since;
-        }
-        if s.flags.ack() {
-            v.ack_rtt_ns = self.history.on_ack(d, s.ack, ts).map(|(rtt, _)| rtt);
+        if let Some(history) = self.history.as_mut() {
+            let since = history.on_sent(&Sent {
+                dir: d,
+                seq: s.seq,
+                span,
+                ts,
+                frame: input.frame,
+            });
+            if v.analysis.retransmission {
+                v.since_first_tx_ns = since;
+            }
+            if s.flags.ack() {
+                v.ack_rtt_ns = history.on_ack(d, s.ack, ts).map(|(rtt, _)| rtt);
+            }
         }
 
         if self.recent.len() >= RECENT_VERDICTS {

@@ -203,6 +203,22 @@ fn delta_u64(now: i64, then: i64) -> u64 {
 }
 
 impl Machine {
+    /// Heap bytes held (unacked-segment lists, by capacity).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.flows
+            .iter()
+            .map(|f| f.segments.capacity() * std::mem::size_of::<Unacked>())
+            .sum()
+    }
+
+    /// Release spare capacity of the unacked-segment lists (contents kept, so
+    /// late segments are still classified exactly as Wireshark does).
+    pub(crate) fn shrink(&mut self) {
+        for f in self.flows.iter_mut() {
+            f.segments.shrink_to_fit();
+        }
+    }
+
     /// Whether a pure SYN from `dir` with sequence `seq` makes Wireshark open a
     /// new conversation (`dissect_tcp`: SYN without ACK whose seq differs from
     /// the base_seq already recorded for that side).
