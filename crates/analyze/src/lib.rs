@@ -82,6 +82,10 @@ fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureRep
         pipe.push(report, &frame);
     }
     pipe.finish(opts, report);
+    // Wireshark numbers some non-packet pcapng blocks (custom, journal) as
+    // frames; the reader counts them, so the total is right even when the
+    // file ends with one.
+    report.packets = reader.frame_count();
     report.interfaces = reader.interfaces().iter().map(interface_report).collect();
     report.warnings = reader.warnings().to_vec();
 }

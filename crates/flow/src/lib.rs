@@ -9,7 +9,46 @@
 //!   our corrected verdict (duplicate sightings, Linux zero-window probes),
 //! - emits [`FlowEvent`]s that detectors consume instead of re-deriving TCP state.
 //!
-//! Memory is O(active flows): unacked-segment lists and sighting windows are capped.
+//! # Memory model
+//!
+//! Heavy state is O(active flows); a small record per finished flow remains
+//! (so late segments keep Wireshark's `tcp.stream` and verdicts, and
+//! [`FlowTable::summaries`] can list every flow). Sizes are x86-64, measured
+//! with `size_of` and [`FlowTable::approx_heap_bytes`] (`tests/many_streams.rs`).
+//!
+//! Per **active** flow (each buffer capped, all freed or shrunk at close):
+//! - the stream record, 1 360 bytes inline (two endpoint states of 200, the
+//!   analyzer's two Wireshark machines of 256 each, summary counters of 256),
+//!   boxed behind an 8-byte slot of the table's `Vec`, plus one 4-tuple map
+//!   entry (41 bytes at capacity);
+//! - per direction: unacked ranges ≤ [`FlowConfig::max_unacked_segments`]
+//!   (4096) × 56 bytes and a 32 × 56-byte transmission ring (endpoint state);
+//!   the Wireshark emulation's unacked lists ≤ 10 000 × 24 bytes in each of
+//!   its two machines (`TCP_MAX_UNACKED_SEGMENTS`); ≤ 4096 × 40-byte
+//!   first-transmission records (160-byte boxed history);
+//! - ≤ 256 × 48-byte recent verdicts and ≤ 16 × 96-byte duplicate-sighting
+//!   candidates.
+//!
+//! A short flow (handshake, a segment each way, FIN/FIN/ACK) holds about
+//! 2.2 KB while open; the worst case is about 1.8 MB (every cap full).
+//!
+//! A flow is **finished** on RST, when both FINs are acknowledged, or when a
+//! SYN with a new ISN on the same ports replaces it. Then the endpoint buffers
+//! are freed, the analyzer is compacted
+//! ([`analysis::StreamAnalyzer::compact`]: history dropped, 4 recent verdicts,
+//! Wireshark machines shrunk to fit — normally their unacked lists are empty),
+//! and 4 duplicate candidates are kept. A finished short flow costs about
+//! 2 000 bytes (before this compaction: 2 620): the 1 360-byte record, 384
+//! bytes of duplicate candidates, 192 of recent verdicts, its map entry, and
+//! its duplicate-sighting list ([`FlowSummary::sightings`], capped by
+//! [`FlowConfig::max_sightings`]; empty for most flows). Summaries are built
+//! on demand by [`FlowTable::summaries`] from the compact counters.
+//!
+//! Still O(all flows): that per-finished-flow record and the 4-tuple map (one
+//! entry per distinct address/port pair). A finished record is kept whole
+//! because a stray late segment on the same 4-tuple without SYN continues the
+//! old `tcp.stream` in Wireshark and must get the flags tshark prints, which
+//! need the full Wireshark machine state.
 
 pub mod analysis;
 mod endpoint;
