@@ -331,7 +331,8 @@ pub fn merged_path(paths: &[PathBuf]) -> String {
 /// format is in `sources`), `interfaces` lists every file's interfaces with
 /// merged ids, `warnings` holds every file's warnings with the file's path
 /// prefixed to the message (`offset` and `frame` stay relative to that file),
-/// and every finding's `source_frames` maps its `frames` back to (file, frame).
+/// `packets` is the sum of the files' frame counts, and every finding's
+/// `source_frames` maps its `frames` back to (file, frame).
 pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport {
     let mut report = empty_report(Path::new(""));
     report.path = merged_path(paths);
@@ -356,6 +357,9 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
             .collect();
     }
     let sources = merge.source_reports();
+    // As for one file: every numbered record counts, including non-packet
+    // blocks at the end of a file (see `analyze_path`).
+    report.packets = sources.iter().map(|s| s.packets).sum();
     if sources.iter().any(|s| s.format.is_some()) {
         report.format = Some("pcapng".to_string());
     }

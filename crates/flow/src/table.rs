@@ -209,7 +209,9 @@ pub struct FlowTable {
     config: FlowConfig,
     /// Latest stream (index into `streams`) per unordered address/port pair.
     convs: HashMap<FlowKey, usize>,
-    /// Boxed so the `Vec`'s growth slack costs a pointer per slot, not a record.
+    /// Boxed so the `Vec`'s growth slack (up to half its capacity) costs a
+    /// pointer per slot, not a 1 360-byte record.
+    #[allow(clippy::vec_box)]
     streams: Vec<Box<Stream>>,
     last_frame: FrameNo,
     last_ts: Option<Timestamp>,

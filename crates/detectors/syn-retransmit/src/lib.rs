@@ -12,8 +12,9 @@
 //! In one `tcp.stream`, a SYN re-sent with the same initial sequence number
 //! (ISN), or the SYN/ACK re-sent with the same ISN. Other sightings of the same
 //! packet (another interface or VLAN, `SegmentEvent::duplicate_of`; the same
-//! non-zero IPv4 ID; with ID 0 or IPv6, a repeat within 100 ms) are not
-//! retransmissions; a repeat with a new non-zero IPv4 ID is one, however soon. A SYN with a new ISN on the same ports is a new attempt.
+//! IPv4 ID or ID 0 / IPv6 within 100 ms; anything within 1 ms) are not
+//! retransmissions; a repeat ≥ 1 ms later with a new non-zero IPv4 ID is one.
+//! A SYN with a new ISN on the same ports is a new attempt.
 //! A connection refused at once (RST answering the only SYN) is not flagged.
 //!
 //! # Evidence (one finding per affected connection)
@@ -92,6 +93,10 @@ pub const ID: &str = "syn-retransmit";
 /// same packet, counted in `duplicate_sightings`. Used only when the IPv4 ID
 /// cannot tell (ID 0 or IPv6); see [`same_packet`].
 const MIN_RETRY_GAP_NS: i64 = 100_000_000;
+
+/// A SYN (or SYN/ACK) repeated sooner than this (ns) is the same packet seen
+/// twice (two taps, VLANs or encapsulations) whatever its IPv4 ID.
+const COPY_GAP_NS: i64 = 1_000_000;
 
 /// A client failing to connect to at least this many distinct services
 /// (ip:port) in one capture is sweeping (port scan, P2P peer list): its
@@ -280,16 +285,25 @@ struct Tx {
 }
 
 /// Whether `s`, a repeat of `prev` (same ISN, same direction), is another
-/// sighting of the same packet rather than a new transmission. A different
-/// non-zero IPv4 ID is a new packet whatever the gap (nDPI `webex.pcap`
-/// stream 24: SYN re-sent after 78.7 ms with ID 0x7cc0 → 0x7cc1); the same
-/// non-zero ID is the same packet (`hauntedbrowser.pcap`: 0x0062 twice,
-/// 1.4 ms apart). With ID 0 (Linux DF SYNs, RFC 6864) or IPv6 there is no ID
-/// to go by: a repeat sooner than [`MIN_RETRY_GAP_NS`] is a copy.
+/// sighting of the same packet rather than a new transmission:
+/// - sooner than [`COPY_GAP_NS`]: a copy whatever its IPv4 ID (no SYN timer
+///   fires within 1 ms; zeek `gtp6_gtp_0x32.pcap` shows one SYN 1 µs apart
+///   re-encapsulated with new inner and outer IDs);
+/// - a different non-zero IPv4 ID: a new packet however soon (nDPI
+///   `webex.pcap` stream 24: SYN re-sent after 78.7 ms, ID 0x7cc0 → 0x7cc1,
+///   and its SYN/ACK re-sent with a new ID too);
+/// - otherwise (same ID, ID 0 as Linux DF SYNs carry per RFC 6864, or IPv6):
+///   a copy when sooner than [`MIN_RETRY_GAP_NS`]. The same non-zero ID is
+///   *not* proof of a copy: chrissanders `nowebaccess3.pcapng` stream 0
+///   re-sends its SYN after 1 s with the same ID 0x178a.
 fn same_packet(prev: &Tx, s: &SegmentEvent) -> bool {
+    let gap = (s.ts.0 - prev.ts.0).abs();
+    if gap < COPY_GAP_NS {
+        return true;
+    }
     match (prev.ip_id, s.ip_id) {
-        (Some(a), Some(b)) if a != 0 && b != 0 => a == b,
-        _ => (s.ts.0 - prev.ts.0).abs() < MIN_RETRY_GAP_NS,
+        (Some(a), Some(b)) if a != 0 && b != 0 && a != b => false,
+        _ => gap < MIN_RETRY_GAP_NS,
     }
 }
 

@@ -816,6 +816,33 @@ fn resend_with_a_new_ip_id_is_a_retransmission_however_soon() {
     );
     assert!(c.run().is_empty());
 
+    // The same non-zero IP ID is no proof of a copy: chrissanders
+    // `nowebaccess3.pcapng` stream 0 re-sends its SYN after 1 s with ID 0x178a
+    // (and a copy of the first 5 ms later).
+    let mut c = Cap::new();
+    c.flow(0, 50000, "198.51.100.10", 80);
+    for ms in [0.0, 5.0, 1002.1] {
+        c.seg(0, C2S, ms, SYN, CISN, 0, None);
+        c.ip_id(0x178a);
+    }
+    let out = c.run();
+    assert_eq!(out.len(), 1);
+    assert_eq!(ev(&out[0], "syn_count"), &json!(2));
+    assert_eq!(ev(&out[0], "duplicate_sightings"), &json!(1));
+
+    // Within 1 ms a new IP ID does not make a re-send (zeek
+    // `gtp6_gtp_0x32.pcap`: one SYN 1 µs apart, re-encapsulated, IDs
+    // 0xa141 / 0xa142).
+    let mut c = Cap::new();
+    c.flow(0, 50000, "198.51.100.10", 5228);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    c.ip_id(0xa141);
+    c.seg(0, C2S, 0.001, SYN, CISN, 0, None);
+    c.ip_id(0xa142);
+    c.seg(0, S2C, 32.2, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(0, C2S, 33.0, ACK, CISN.wrapping_add(1), SISN.wrapping_add(1), None);
+    assert!(c.run().is_empty());
+
     // IP ID 0 (Linux DF SYNs) and IPv6 fall back to the time rule: copies
     // under 100 ms, a retry at 1 s.
     for id in [Some(0u32), None] {
