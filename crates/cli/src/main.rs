@@ -1,11 +1,12 @@
 //! `pcapsleuth`: offline pcap forensics that names why TCP connections stalled.
 //!
-//! Subcommands: `analyze` (report findings in text, JSON, JSON Lines or
-//! Markdown), `check` (CI gate: exit status from finding severities; both take
+//! Subcommands: `analyze` (report findings in text, JSON, JSON Lines,
+//! Markdown or self-contained HTML), `check` (CI gate: exit status from finding severities; both take
 //! `--merge` to analyse all inputs as one capture set, numbered as `mergecap`
 //! would number the merged file), `flows`
-//! (per-flow table), `explain` (what a detector looks for) and `streams`
-//! (frame → `tcp.stream`, for comparison with tshark).
+//! (per-flow table), `annotate` (a pcapng copy of one capture with a packet
+//! comment on every cited frame, for Wireshark), `explain` (what a detector
+//! looks for) and `streams` (frame → `tcp.stream`, for comparison with tshark).
 //!
 //! Exit status: 0 success; 1 `check` found a finding at or above `--fail-on`;
 //! 2 an input could not be read (the others are still reported), or a usage
@@ -56,6 +57,10 @@ enum Format {
     Jsonl,
     /// Ticket-ready Markdown.
     Markdown,
+    /// One self-contained HTML file (inline CSS and SVG graphs, no script, no
+    /// external links). Needs -o FILE when stdout is a terminal; otherwise it
+    /// is written to stdout (e.g. `> report.html`).
+    Html,
 }
 
 /// Output formats of `flows`.
@@ -95,7 +100,8 @@ enum Cmd {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
-        /// Write the report to FILE instead of stdout.
+        /// Write the report to FILE instead of stdout (required for
+        /// `--format html` when stdout is a terminal).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
         /// Treat all inputs as ONE capture set (e.g. per-interface captures of
@@ -142,6 +148,19 @@ enum Cmd {
         #[arg(required = true, value_name = "INPUT")]
         inputs: Vec<PathBuf>,
     },
+    /// Write a pcapng copy of INPUT with a packet comment on every frame a
+    /// finding cites (filter `frame.comment` in Wireshark).
+    #[command(
+        after_help = "Frame numbers, bytes and nanosecond timestamps are preserved. INPUT is read twice (analysis, then copy), so it must be a file: `-` (stdin) is refused. Exit status: 0 written; 2 INPUT could not be read or OUT could not be written."
+    )]
+    Annotate {
+        /// Output pcapng file (must not be INPUT).
+        #[arg(short, long, value_name = "OUT.pcapng")]
+        output: PathBuf,
+        /// Capture file (pcap or pcapng, optionally .gz).
+        #[arg(value_name = "INPUT")]
+        input: PathBuf,
+    },
     /// Explain what a detector looks for (or list detectors).
     Explain {
         /// Detector id, e.g. syn-retransmit.
@@ -175,6 +194,7 @@ fn main() {
             threads,
             inputs,
         } => cmd_flows(format, threads, &inputs),
+        Cmd::Annotate { output, input } => cmd_annotate(&input, &output),
         Cmd::Explain { detector } => cmd_explain(detector.as_deref()),
         Cmd::Streams { input } => cmd_streams(&input),
     };
@@ -328,6 +348,10 @@ fn cmd_analyze(
     threads: Option<usize>,
     inputs: &[PathBuf],
 ) -> i32 {
+    if format == Format::Html && output.is_none() && std::io::stdout().is_terminal() {
+        eprintln!("pcapsleuth: --format html needs -o FILE (or redirect stdout to a file)");
+        return EXIT_INPUT;
+    }
     let (paths, mut failed) = expand_inputs(inputs);
     let mut out = match Out::open(output) {
         Ok(o) => o,
@@ -352,7 +376,7 @@ fn cmd_analyze(
                 }
                 out.put(&render_capture_text(&c, &text_opts));
             }
-            Format::Json | Format::Markdown => captures.push(c),
+            Format::Json | Format::Markdown | Format::Html => captures.push(c),
         }
         first = false;
     });
@@ -366,12 +390,86 @@ fn cmd_analyze(
     match format {
         Format::Json => out.put(&render_json(&report)),
         Format::Markdown => out.put(&render_markdown(&report)),
+        Format::Html => {
+            // Re-reads each capture for the per-flow graphs (not stdin, not
+            // merged sets: those findings are rendered without graphs).
+            let series = pcapsleuth_html::series_for_report(&report);
+            out.put(&pcapsleuth_html::render_html(&report, &series));
+        }
         Format::Text | Format::Jsonl => {}
     }
     if failed {
         EXIT_INPUT
     } else {
         EXIT_OK
+    }
+}
+
+/// `annotate`: analyse `input`, then write `output` (pcapng) with one packet
+/// comment per citing finding on every cited frame. Summary on stderr.
+fn cmd_annotate(input: &Path, output: &Path) -> i32 {
+    if input == Path::new("-") {
+        eprintln!(
+            "pcapsleuth: annotate cannot read standard input: the capture is read twice \
+             (analysis, then copy); save it to a file first"
+        );
+        return EXIT_INPUT;
+    }
+    let report = analyze_path(input, &AnalyzeOptions::default());
+    if let Some(e) = &report.error {
+        eprintln!("pcapsleuth: error: {e}");
+        return EXIT_INPUT;
+    }
+    match pcapsleuth_annotate::annotate(input, &report, output) {
+        Ok(st) => {
+            let mut line = format!(
+                "pcapsleuth: wrote {}: {} frame{}, {} annotated frame{}, {} comment{} from {} finding{}",
+                output.display(),
+                st.packets + st.placeholders,
+                plural(st.packets + st.placeholders),
+                st.annotated_packets,
+                plural(st.annotated_packets),
+                st.comments,
+                plural(st.comments),
+                report.findings.len(),
+                plural(report.findings.len() as u64),
+            );
+            if st.placeholders > 0 {
+                line.push_str(&format!(
+                    "; {} non-packet record{} kept as placeholders",
+                    st.placeholders,
+                    plural(st.placeholders)
+                ));
+            }
+            if st.missing_frames > 0 {
+                line.push_str(&format!(
+                    "; {} cited frame{} not in the input",
+                    st.missing_frames,
+                    plural(st.missing_frames)
+                ));
+            }
+            if st.clamped_timestamps > 0 {
+                line.push_str(&format!(
+                    "; {} pre-1970 timestamp{} written as 0",
+                    st.clamped_timestamps,
+                    plural(st.clamped_timestamps)
+                ));
+            }
+            eprintln!("{line}");
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("pcapsleuth: error: {e}");
+            EXIT_INPUT
+        }
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 

@@ -840,7 +840,15 @@ fn resend_with_a_new_ip_id_is_a_retransmission_however_soon() {
     c.seg(0, C2S, 0.001, SYN, CISN, 0, None);
     c.ip_id(0xa142);
     c.seg(0, S2C, 32.2, SYNACK, SISN, CISN.wrapping_add(1), None);
-    c.seg(0, C2S, 33.0, ACK, CISN.wrapping_add(1), SISN.wrapping_add(1), None);
+    c.seg(
+        0,
+        C2S,
+        33.0,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
     assert!(c.run().is_empty());
 
     // IP ID 0 (Linux DF SYNs) and IPv6 fall back to the time rule: copies
