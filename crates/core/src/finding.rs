@@ -169,7 +169,18 @@ mod tests {
     fn filters() {
         assert_eq!(frame_filter(&[3]), "frame.number == 3");
         assert_eq!(frame_filter(&[1, 5, 9]), "frame.number in {1,5,9}");
-        let f = Finding::new("x", Severity::Info, "s".into(), None, Some(4), vec![9, 1, 9], 0, 0, String::new(), Evidence::new());
+        let f = Finding::new(
+            "x",
+            Severity::Info,
+            "s".into(),
+            None,
+            Some(4),
+            vec![9, 1, 9],
+            0,
+            0,
+            String::new(),
+            Evidence::new(),
+        );
         assert_eq!(f.frames, vec![1, 9]);
         assert_eq!(f.stream_filter.as_deref(), Some("tcp.stream eq 4"));
     }

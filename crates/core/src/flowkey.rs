@@ -65,8 +65,14 @@ mod tests {
     use super::*;
     #[test]
     fn unordered() {
-        let a = Endpoint { addr: "192.0.2.1".parse().unwrap(), port: 80 };
-        let b = Endpoint { addr: "192.0.2.2".parse().unwrap(), port: 1 };
+        let a = Endpoint {
+            addr: "192.0.2.1".parse().unwrap(),
+            port: 80,
+        };
+        let b = Endpoint {
+            addr: "192.0.2.2".parse().unwrap(),
+            port: 1,
+        };
         assert_eq!(FlowKey::new(a, b), FlowKey::new(b, a));
         assert_eq!(FlowKey::new(b, a).lo, a);
     }

@@ -4,13 +4,17 @@ use serde::{Deserialize, Serialize};
 
 /// An instant: nanoseconds since 1970-01-01T00:00:00Z (UTC). Signed so that
 /// captures with bogus pre-1970 clocks still order correctly.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Timestamp(pub i64);
 
 /// A span of time in nanoseconds (may be negative when frames are out of
 /// timestamp order, as in multi-interface pcapng files).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct DurationNs(pub i64);
 

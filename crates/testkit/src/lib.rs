@@ -10,7 +10,10 @@ use std::process::Command;
 /// The repository root (the workspace directory).
 pub fn repo_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.ancestors().nth(2).expect("crates/testkit lives two levels below the root").to_path_buf()
+    here.ancestors()
+        .nth(2)
+        .expect("crates/testkit lives two levels below the root")
+        .to_path_buf()
 }
 
 /// `../shared` beside the repository, or `PCAPSLEUTH_SHARED`, if it exists.
@@ -30,7 +33,11 @@ pub fn fixtures_dir() -> PathBuf {
 
 /// Path of `tshark` if it runs.
 pub fn tshark() -> Option<PathBuf> {
-    let ok = Command::new("tshark").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    let ok = Command::new("tshark")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
     ok.then(|| PathBuf::from("tshark"))
 }
 
@@ -44,7 +51,9 @@ pub fn captures_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -60,13 +69,26 @@ pub fn captures_under(dir: &Path) -> Vec<PathBuf> {
 
 /// Whether a file name looks like a capture (`*.pcap`, `*.pcapng`, `*.cap`, each optionally `.gz`).
 pub fn is_capture_name(p: &Path) -> bool {
-    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_ascii_lowercase();
+    let name = p
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let name = name.strip_suffix(".gz").unwrap_or(&name);
     name.ends_with(".pcap") || name.ends_with(".pcapng") || name.ends_with(".cap")
 }
 
 /// Run tshark with `args` on `file`, returning stdout lines (stderr ignored).
 pub fn tshark_lines(file: &Path, args: &[&str]) -> Vec<String> {
-    let out = Command::new("tshark").arg("-n").arg("-r").arg(file).args(args).output().expect("tshark runs");
-    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+    let out = Command::new("tshark")
+        .arg("-n")
+        .arg("-r")
+        .arg(file)
+        .args(args)
+        .output()
+        .expect("tshark runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
