@@ -1,7 +1,7 @@
 //! TCP flow state reconstruction.
 //!
 //! [`FlowTable::on_packet`] takes every decoded packet in frame order and
-//! - assigns Wireshark-exact `tcp.stream` ids ([`StreamId`], dense, 0-based, first-seen order),
+//! - assigns Wireshark-exact `tcp.stream` ids ([`StreamId`](pcapsleuth_core::StreamId), dense, 0-based, first-seen order),
 //! - keeps Zeek-style per-endpoint state in 64-bit relative sequence space
 //!   (SND.UNA, SND.NXT, advertised window with RFC 7323 scaling, MSS, SACK),
 //! - classifies every segment with Wireshark's `tcp.analysis.*` heuristics
@@ -29,8 +29,10 @@
 //! - ≤ 256 × 48-byte recent verdicts and ≤ 16 × 96-byte duplicate-sighting
 //!   candidates.
 //!
-//! A short flow (handshake, a segment each way, FIN/FIN/ACK) holds about
-//! 2.2 KB while open; the worst case is about 1.8 MB (every cap full).
+//! A short flow (handshake, a segment each way, FIN/FIN/ACK) holds roughly
+//! 5 KB while open (record plus the first growth step of each buffer; an
+//! estimate from the sizes above, not measured); the worst case is about
+//! 1.8 MB (every cap full).
 //!
 //! A flow is **finished** on RST, when both FINs are acknowledged, or when a
 //! SYN with a new ISN on the same ports replaces it. Then the endpoint buffers
@@ -53,6 +55,7 @@
 pub mod analysis;
 mod endpoint;
 pub mod events;
+mod sightings;
 mod summary;
 mod table;
 
