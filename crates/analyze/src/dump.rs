@@ -2,23 +2,23 @@
 //! parity tests compare against tshark (`tcp.stream`, `tcp.analysis.*`).
 
 use pcapsleuth_decode::Decoder;
-use pcapsleuth_flow::{FlowConfig, FlowTable, PacketMeta};
-use pcapsleuth_ingest::CaptureReader;
+use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowTable, PacketFlowInfo, PacketMeta};
+use pcapsleuth_ingest::{CaptureReader, IngestError};
 use std::path::Path;
 
-/// For every frame of a capture, its `tcp.stream` (if any): the comparison
-/// hook for Wireshark parity tests and `pcapsleuth streams`.
+/// Feed every frame of `path` through the decoder and a default [`FlowTable`],
+/// calling `visit(frame number, the packet's flow info, the events it emitted)`.
 ///
 /// # Errors
-/// When the file cannot be opened; frames before a later error are returned.
-pub fn dump_streams(
+/// When the file cannot be opened or a frame cannot be read.
+fn each_packet(
     path: &Path,
-) -> Result<Vec<(u64, Option<u64>)>, pcapsleuth_ingest::IngestError> {
+    mut visit: impl FnMut(u64, PacketFlowInfo, &[FlowEvent]),
+) -> Result<(), IngestError> {
     let mut reader = CaptureReader::open(path)?;
     let mut decoder = Decoder::new();
     let mut flows = FlowTable::new(FlowConfig::default());
     let mut events = Vec::new();
-    let mut out = Vec::new();
     while let Some(frame) = reader.next_frame()? {
         let meta = PacketMeta {
             frame: frame.number,
@@ -28,8 +28,19 @@ pub fn dump_streams(
         let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
         events.clear();
         let info = flows.on_packet(&meta, &decoded, &mut events);
-        out.push((frame.number, info.stream));
+        visit(frame.number, info, &events);
     }
+    Ok(())
+}
+
+/// For every frame of a capture, its `tcp.stream` (if any): the comparison
+/// hook for Wireshark parity tests and `pcapsleuth streams`.
+///
+/// # Errors
+/// When the file cannot be opened or a frame cannot be read.
+pub fn dump_streams(path: &Path) -> Result<Vec<(u64, Option<u64>)>, IngestError> {
+    let mut out = Vec::new();
+    each_packet(path, |frame, info, _| out.push((frame, info.stream)))?;
     Ok(out)
 }
 
@@ -53,33 +64,20 @@ pub struct AnalysisRow {
 /// comparison hook for the tshark analysis parity test.
 ///
 /// # Errors
-/// When the file cannot be opened; segments before a later error are returned.
-pub fn dump_analysis(path: &Path) -> Result<Vec<AnalysisRow>, pcapsleuth_ingest::IngestError> {
-    let mut reader = CaptureReader::open(path)?;
-    let mut decoder = Decoder::new();
-    let mut flows = FlowTable::new(FlowConfig::default());
-    let mut events = Vec::new();
+/// When the file cannot be opened or a frame cannot be read.
+pub fn dump_analysis(path: &Path) -> Result<Vec<AnalysisRow>, IngestError> {
     let mut out = Vec::new();
-    while let Some(frame) = reader.next_frame()? {
-        let meta = PacketMeta {
-            frame: frame.number,
-            ts: frame.ts,
-            interface: frame.interface,
-        };
-        let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
-        events.clear();
-        flows.on_packet(&meta, &decoded, &mut events);
-        for ev in &events {
-            if let pcapsleuth_flow::FlowEvent::Segment(s) = ev {
-                out.push(AnalysisRow {
-                    frame: s.frame,
-                    stream: s.stream,
-                    wireshark: s.wireshark,
-                    analysis: s.analysis,
-                    duplicate_of: s.duplicate_of,
-                });
-            }
-        }
-    }
+    each_packet(path, |_, _, events| {
+        out.extend(events.iter().filter_map(|ev| match ev {
+            FlowEvent::Segment(s) => Some(AnalysisRow {
+                frame: s.frame,
+                stream: s.stream,
+                wireshark: s.wireshark,
+                analysis: s.analysis,
+                duplicate_of: s.duplicate_of,
+            }),
+            _ => None,
+        }));
+    })?;
     Ok(out)
 }

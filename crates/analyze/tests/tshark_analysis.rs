@@ -28,13 +28,10 @@ use pcapsleuth_decode::{Decoder, Transport};
 use pcapsleuth_flow::analysis::{SegmentInput, StreamAnalyzer};
 use pcapsleuth_flow::SegmentAnalysis;
 use pcapsleuth_ingest::CaptureReader;
-use pcapsleuth_testkit::{captures_under, in_ci, repo_root, shared_dir, tshark};
+use pcapsleuth_testkit::{corpus_captures, par_map, repo_root, shared_with_tshark, tshark_fields};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// The 78 MB time-ordered merge is checked on its first frames only (runtime).
 const BENCH: &str = "captures/derived__bench/real-traffic-merged-ethernet.pcap";
@@ -109,40 +106,11 @@ struct Outcome {
 
 /// tshark's values per frame (frame → flag values), frames with no TCP omitted.
 fn tshark_analysis(shared: &Path, rel: &str, limit: Option<u64>) -> Result<TsharkFrames, String> {
-    let cache = std::env::var("PCAPSLEUTH_TSHARK_CACHE")
-        .ok()
-        .map(|d| Path::new(&d).join(format!("{}.analysis.tsv", rel.replace('/', "_"))));
-    let cached = cache.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
-    let text = match cached {
-        Some(t) => t,
-        None => {
-            let mut cmd = Command::new("tshark");
-            cmd.arg("-n").arg("-r").arg(shared.join(rel));
-            if let Some(n) = limit {
-                cmd.arg("-c").arg(n.to_string());
-            }
-            cmd.args([
-                "-T",
-                "fields",
-                "-E",
-                "separator=/t",
-                "-e",
-                "frame.number",
-                "-e",
-                "tcp.stream",
-            ]);
-            for f in FLAGS {
-                cmd.arg("-e").arg(format!("tcp.analysis.{f}"));
-            }
-            cmd.args(["-e", "tcp.analysis.duplicate_ack_num"]);
-            let out = cmd.output().map_err(|e| format!("tshark: {e}"))?;
-            let t = String::from_utf8_lossy(&out.stdout).into_owned();
-            if let Some(p) = &cache {
-                let _ = std::fs::write(p, &t);
-            }
-            t
-        }
-    };
+    let mut fields = vec!["frame.number".to_string(), "tcp.stream".to_string()];
+    fields.extend(FLAGS.iter().map(|f| format!("tcp.analysis.{f}")));
+    fields.push("tcp.analysis.duplicate_ack_num".to_string());
+    let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
+    let text = tshark_fields(shared, rel, limit, &fields, ".analysis.tsv")?;
     let mut map = HashMap::new();
     for line in text.lines() {
         let cols: Vec<&str> = line.split('\t').collect();
@@ -363,24 +331,15 @@ fn pct(num: u64, den: u64) -> f64 {
 
 #[test]
 fn tcp_analysis_matches_tshark() {
-    let Some(shared) = shared_dir() else {
-        assert!(!in_ci(), "../shared is required in CI");
-        println!("SKIP: ../shared not found");
+    let Some(shared) = shared_with_tshark() else {
         return;
     };
-    if tshark().is_none() {
-        assert!(!in_ci(), "tshark is required in CI");
-        println!("SKIP: tshark not installed");
-        return;
-    }
-    let mut files = captures_under(&shared.join("captures"));
-    files.extend(captures_under(&shared.join("lab")));
+    let files = corpus_captures(&shared, 100);
     let rels: Vec<String> = files
         .iter()
         .filter_map(|p| p.strip_prefix(&shared).ok())
         .map(|p| p.to_string_lossy().replace('\\', "/"))
         .collect();
-    assert!(rels.len() > 100, "corpus has only {} captures", rels.len());
     // Developer aid: `PCAPSLEUTH_ANALYSIS_ONLY=substring` checks matching captures only.
     let only = std::env::var("PCAPSLEUTH_ANALYSIS_ONLY").ok();
     let rels: Vec<String> = rels
@@ -389,23 +348,7 @@ fn tcp_analysis_matches_tshark() {
         .collect();
     let direct = std::env::var_os("PCAPSLEUTH_ANALYSIS_DIRECT").is_some();
 
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .clamp(2, 8);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(rel) = rels.get(i) else { break };
-                let o = check_one(&shared, rel, direct);
-                results.lock().unwrap_or_else(|e| e.into_inner()).push(o);
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut results = par_map(&rels, 8, |rel| check_one(&shared, rel, direct));
     results.sort_by(|a, b| a.rel.cmp(&b.rel));
 
     let mut total: Counts = [[0; 3]; NFIELDS];

@@ -11,11 +11,8 @@
 //! Set `PCAPSLEUTH_TSHARK_CACHE=DIR` to reuse tshark outputs stored as
 //! `DIR/<path relative to shared, '/' → '_'>.tsv` (developer speed-up only).
 
-use pcapsleuth_testkit::{captures_under, in_ci, shared_dir, tshark};
+use pcapsleuth_testkit::{corpus_captures, par_map, shared_with_tshark, tshark_fields};
 use std::path::Path;
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// Why a capture may differ from tshark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,23 +111,8 @@ struct Outcome {
 }
 
 fn tshark_streams(shared: &Path, rel: &str, limit: Option<u64>) -> Vec<(u64, Option<u64>)> {
-    let text = match std::env::var("PCAPSLEUTH_TSHARK_CACHE") {
-        Ok(dir) if limit.is_none() => {
-            let p = Path::new(&dir).join(format!("{}.tsv", rel.replace('/', "_")));
-            std::fs::read_to_string(p).ok()
-        }
-        _ => None,
-    };
-    let text = text.unwrap_or_else(|| {
-        let mut cmd = Command::new("tshark");
-        cmd.arg("-n").arg("-r").arg(shared.join(rel));
-        if let Some(n) = limit {
-            cmd.arg("-c").arg(n.to_string());
-        }
-        cmd.args(["-T", "fields", "-e", "frame.number", "-e", "tcp.stream"]);
-        let out = cmd.output().expect("tshark runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    });
+    let text = tshark_fields(shared, rel, limit, &["frame.number", "tcp.stream"], ".tsv")
+        .expect("tshark runs");
     text.lines()
         .filter_map(|l| {
             let mut it = l.split('\t');
@@ -186,42 +168,14 @@ fn compare(shared: &Path, path: &Path) -> Outcome {
 
 #[test]
 fn tcp_stream_matches_tshark() {
-    let Some(shared) = shared_dir() else {
-        assert!(!in_ci(), "../shared is required in CI");
-        println!("SKIP: ../shared not found");
+    let Some(shared) = shared_with_tshark() else {
         return;
     };
-    if tshark().is_none() {
-        assert!(!in_ci(), "tshark is required in CI");
-        println!("SKIP: tshark not installed");
-        return;
-    }
-    let mut files = captures_under(&shared.join("captures"));
-    files.extend(captures_under(&shared.join("lab")));
-    assert!(
-        files.len() > 100,
-        "corpus has only {} captures",
-        files.len()
-    );
+    let mut files = corpus_captures(&shared, 100);
     // Biggest first so the long ones overlap with the many small ones.
     files.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)));
 
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .clamp(2, 4);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(p) = files.get(i) else { break };
-                let o = compare(&shared, p);
-                results.lock().unwrap_or_else(|e| e.into_inner()).push(o);
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut results = par_map(&files, 4, |p| compare(&shared, p));
     results.sort_by(|a, b| a.rel.cmp(&b.rel));
 
     println!(

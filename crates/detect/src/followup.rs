@@ -203,38 +203,18 @@ fn offer(w: &mut Watch, rec: &SegRec) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pcapsleuth_core::SeqNum;
-    use pcapsleuth_flow::SegmentAnalysis;
+    use crate::synth::{segment, C2S};
 
+    /// Client data segment at `ts_ms` ms after the epoch (ISN 2^32 - 11).
     fn seg(frame: u64, ts_ms: i64, rel_seq: i64, len: u32) -> SegmentEvent {
-        SegmentEvent {
-            stream: 0,
-            dir: Direction::ClientToServer,
+        segment(
+            C2S,
             frame,
-            ts: Timestamp(ts_ms * 1_000_000),
-            interface: 0,
-            flags: Default::default(),
-            seq: SeqNum(u32::MAX - 10).add(rel_seq as u32),
-            ack: SeqNum(0),
+            Timestamp(ts_ms * 1_000_000),
+            u32::MAX - 10,
             rel_seq,
-            rel_ack: None,
-            payload_len: len,
-            ip_len: len + 52,
-            ip_id: None,
-            window_raw: 0,
-            window_bytes: None,
-            mss: None,
-            window_scale: None,
-            sack_blocks: 0,
-            wireshark: SegmentAnalysis::default(),
-            analysis: SegmentAnalysis::default(),
-            duplicate_of: None,
-            snd_una: 0,
-            snd_nxt: rel_seq + len as i64,
-            since_first_tx_ns: None,
-            ack_rtt_ns: None,
-            bytes_in_flight: None,
-        }
+            len,
+        )
     }
 
     #[test]

@@ -8,6 +8,8 @@
 
 pub mod followup;
 pub mod retx;
+#[cfg(any(test, feature = "test-support"))]
+pub mod synth;
 pub mod timer;
 
 pub use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};

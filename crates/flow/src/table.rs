@@ -24,6 +24,7 @@
 
 use crate::analysis::{SegmentInput, StreamAnalyzer};
 use crate::endpoint::{window_shifts, Side, TxSeg};
+use crate::sightings::{DupSig, SightKey, SightingTable, SweepQueue};
 use crate::summary::{conn_state, ms, zeek_transition, SummaryAcc};
 use crate::{
     FlowEvent, FlowStarted, FlowSummary, IcmpErrorEvent, QuotedSegmentMatch, SegmentEvent,
@@ -35,7 +36,7 @@ use pcapsleuth_core::{
 use pcapsleuth_decode::{
     Decoded, IcmpMessage, IpHeader, QuotedPacket, TcpFlags, TcpSegment, Transport,
 };
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 /// Where and when a packet was captured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,47 +82,9 @@ impl Default for FlowConfig {
     }
 }
 
-/// Recent segments per stream remembered for duplicate-sighting detection.
-const DUP_RING: usize = 16;
-
 /// Fewest quoted TCP header bytes for which Wireshark's `dissect_tcp` reaches
 /// the conversation lookup (it reads the window field at offset 14..16 first).
 const WS_MIN_QUOTED_TCP: u32 = 16;
-
-/// What makes two captured packets "the same packet" (duplicate sightings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct DupSig {
-    dir: Direction,
-    ip_id: u32,
-    seq: SeqNum,
-    ack: SeqNum,
-    flags: u16,
-    payload_len: u32,
-    window: u16,
-    tsopt: Option<(u32, u32)>,
-    sack0: Option<(SeqNum, SeqNum)>,
-    hash: u64,
-}
-
-/// Where a packet was seen: capture interface, VLAN tags, Linux cooked-capture
-/// interface index and packet type. Two sightings of one packet differ here.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct SightKey {
-    interface: InterfaceId,
-    vlans: [u16; 2],
-    vlan_count: u8,
-    sll_ifindex: Option<u32>,
-    sll_pkttype: Option<u8>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct DupEntry {
-    sig: DupSig,
-    key: SightKey,
-    frame: FrameNo,
-    ts: Timestamp,
-    interface: InterfaceId,
-}
 
 /// One `tcp.stream`.
 #[derive(Debug)]
@@ -143,7 +106,8 @@ struct Stream {
     /// Latest timestamp of a segment of this stream (either direction).
     last_ts: Option<Timestamp>,
     last_frame: FrameNo,
-    dups: VecDeque<DupEntry>,
+    /// First sightings for duplicate detection (`sightings.rs`).
+    dups: SightingTable,
     /// RST seen, both FINs acked, or replaced by a newer stream: no stalls, buffers freed.
     closed: bool,
 }
@@ -170,7 +134,7 @@ impl Stream {
             },
             last_ts: None,
             last_frame: meta.frame,
-            dups: VecDeque::new(),
+            dups: SightingTable::default(),
             closed: false,
         }
     }
@@ -187,7 +151,7 @@ impl Stream {
     fn heap_bytes(&self) -> usize {
         self.sides.iter().map(Side::heap_bytes).sum::<usize>()
             + self.analyzer.heap_bytes()
-            + self.dups.capacity() * std::mem::size_of::<DupEntry>()
+            + self.dups.heap_bytes()
             + self.acc.sightings.capacity() * std::mem::size_of::<Sighting>()
     }
 
@@ -197,9 +161,9 @@ impl Stream {
             s.free_buffers();
         }
         // Keep the newest sightings (the closing FIN/ACK or RST is often seen again on
-        // another interface); free the rest.
-        self.dups.drain(..self.dups.len().saturating_sub(4));
-        self.dups.shrink_to_fit();
+        // another interface) and, on multi-interface streams, those whose copies may
+        // still follow in file order; free the rest.
+        self.dups.close();
     }
 }
 
@@ -216,6 +180,8 @@ pub struct FlowTable {
     last_frame: FrameNo,
     last_ts: Option<Timestamp>,
     finished: bool,
+    /// Finished streams whose sighting tables still hold pending entries.
+    sweep: SweepQueue,
 }
 
 fn both_mut(sides: &mut [Side; 2], d: Direction) -> (&mut Side, &mut Side) {
@@ -272,6 +238,11 @@ impl FlowTable {
         if self.last_ts.is_none_or(|t| meta.ts > t) {
             self.last_ts = Some(meta.ts);
         }
+        while let Some(i) = self.sweep.pop_due(self.last_ts.unwrap_or(meta.ts)) {
+            if let Some(s) = self.streams.get_mut(i) {
+                s.dups.sweep();
+            }
+        }
         let Some(ip) = pkt.ip else {
             return PacketFlowInfo::default();
         };
@@ -306,6 +277,9 @@ impl FlowTable {
             if let Some(s) = self.streams.get_mut(old) {
                 s.close();
                 s.analyzer.compact();
+                if let Some(n) = s.dups.take_sweep_wanted() {
+                    self.sweep.push(old, meta.ts, n);
+                }
             }
         }
         let idx = self.streams.len();
@@ -429,34 +403,12 @@ impl FlowTable {
             sack0: seg.options.sack.as_slice().first().copied(),
             hash: payload_hash(seg.payload),
         };
-        // The same bytes within the window are one packet seen twice when the IP ID
-        // proves it (non-zero) or when they were seen at different places. Two
-        // identical packets with IP ID 0 on the same interface (e.g. a SYN/ACK
-        // re-sent by the server's timer and again for a retransmitted SYN, 72 µs
-        // apart in lab/syn-retransmit.pcap) are two packets.
+        // One packet seen twice: same fingerprint within the window, at another place
+        // or with the same non-zero IP ID, in either time direction (`sightings.rs`).
         let dup = st
             .dups
-            .iter()
-            .rev()
-            .find(|e| {
-                e.sig == sig
-                    && meta.ts.0.abs_diff(e.ts.0) <= cfg.duplicate_window_ns.max(0) as u64
-                    && (sig.ip_id != 0 || e.key != sight)
-            })
-            .copied();
+            .observe(sig, sight, meta.frame, meta.ts, cfg.duplicate_window_ns);
         let duplicate_of = dup.map(|e| e.frame);
-        if dup.is_none() {
-            if st.dups.len() >= DUP_RING {
-                st.dups.pop_front();
-            }
-            st.dups.push_back(DupEntry {
-                sig,
-                key: sight,
-                frame: meta.frame,
-                ts: meta.ts,
-                interface: meta.interface,
-            });
-        }
 
         let (rel_seq, rel_ack) = if dup.is_some() {
             (
@@ -496,7 +448,7 @@ impl FlowTable {
             );
         }
 
-        let verdict = st.analyzer.on_segment(&SegmentInput {
+        let mut verdict = st.analyzer.on_segment(&SegmentInput {
             frame: meta.frame,
             ts: meta.ts,
             dir,
@@ -507,6 +459,18 @@ impl FlowTable {
         if st.closed {
             // After the verdict, so the closing ACK still gets its RTT sample.
             st.analyzer.compact();
+        }
+        // A later sighting copies its first sighting's verdict (kept with the
+        // fingerprint: the analyzer's own ring is cut when a stream finishes).
+        if let Some(e) = dup {
+            verdict.analysis = e.analysis;
+            verdict.bytes_in_flight = SightingTable::bytes_in_flight(&e);
+        } else {
+            st.dups
+                .set_verdict(meta.frame, verdict.analysis, verdict.bytes_in_flight);
+        }
+        if let Some(n) = st.dups.take_sweep_wanted() {
+            self.sweep.push(idx, meta.ts, n);
         }
 
         // Summary counters.
@@ -520,7 +484,7 @@ impl FlowTable {
         if let Some(first) = dup {
             let a = Sighting {
                 frame: first.frame,
-                interface: first.interface,
+                interface: first.key.interface,
                 ts_ns: first.ts.0,
             };
             let b = Sighting {
@@ -709,7 +673,10 @@ impl FlowTable {
         let map = self.convs.capacity() * (std::mem::size_of::<(FlowKey, usize)>() + 1);
         let slots = self.streams.capacity() * std::mem::size_of::<Box<Stream>>();
         let records = self.streams.len() * std::mem::size_of::<Stream>();
-        map + slots + records + self.streams.iter().map(|s| s.heap_bytes()).sum::<usize>()
+        map + slots
+            + records
+            + self.sweep.heap_bytes()
+            + self.streams.iter().map(|s| s.heap_bytes()).sum::<usize>()
     }
 
     /// Number of streams assigned so far.

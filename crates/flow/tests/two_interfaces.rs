@@ -390,12 +390,10 @@ fn duplicate_sightings_in_time_order() {
 }
 
 /// File order, as dumpcap wrote it: a burst's sightings on one interface come as a block
-/// of up to 64 frames before the other interface's block. The flow table remembers only
-/// the last 16 segments per stream for duplicate detection (`DUP_RING` in
-/// `crates/flow/src/table.rs`), so it misses most of these duplicates.
+/// of up to 64 frames before the other interface's block, and the later block's
+/// timestamps are earlier. The flow table matches sightings by fingerprint within
+/// `duplicate_window_ns` in either time direction (`crates/flow/src/sightings.rs`).
 #[test]
-#[ignore = "flow table bug: DUP_RING = 16 per stream misses duplicates that dumpcap writes \
-            up to 64 frames apart (per-interface blocks); see the report of issue 3"]
 fn duplicate_sightings_in_file_order() {
     let Some(p) = capture() else { return };
     let o = oracle(&p);

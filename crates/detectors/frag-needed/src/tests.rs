@@ -1,21 +1,16 @@
 //! Table tests over synthesized flow events and packets.
 
 use super::*;
-use pcapsleuth_decode::{Decoded, IcmpMessage, IpHeader, IpVersion, QuotedPacket, TcpFlags};
+use pcapsleuth_decode::{Decoded, IcmpMessage, IpHeader, IpVersion, QuotedPacket};
 use pcapsleuth_detect::{PacketFlowInfo, PacketMeta};
-use pcapsleuth_flow::{
-    FlowStarted, IcmpErrorEvent, QuotedSegmentMatch, SegmentAnalysis, SegmentEvent,
-};
+use pcapsleuth_flow::{IcmpErrorEvent, QuotedSegmentMatch};
 
-const T0: i64 = 1_700_000_000_000_000_000;
+use pcapsleuth_detect::synth::{self, at as ts, evidence as ev, frag_needed, segment, C2S};
+
 const ISN: u32 = u32::MAX - 50;
-const C2S: Direction = Direction::ClientToServer;
 
 fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
-}
-fn ts(ms: f64) -> Timestamp {
-    Timestamp(T0 + (ms * 1e6) as i64)
 }
 
 struct Cap {
@@ -27,58 +22,24 @@ struct Cap {
 
 impl Cap {
     fn new() -> Self {
-        let mut c = Cap {
-            d: FragNeeded::default(),
-            ctx: FinishContext::default(),
+        let mut d = FragNeeded::default();
+        let (client, server) = synth::v4_pair(48001, 9001);
+        let ctx = synth::start_flow(&mut d, client, server);
+        Cap {
+            d,
+            ctx,
             quoted_len: 1500,
-        };
-        let client = Endpoint {
-            addr: ip("192.0.2.10"),
-            port: 48001,
-        };
-        let server = Endpoint {
-            addr: ip("198.51.100.10"),
-            port: 9001,
-        };
-        c.ctx.streams.insert(0, (client, server));
-        c.d.on_flow_event(&FlowEvent::FlowStarted(FlowStarted {
-            stream: 0,
-            client,
-            server,
-            frame: 1,
-            ts: ts(0.0),
-        }));
-        c
+        }
     }
     fn data(&mut self, frame: u64, ms: f64, rel_seq: i64, len: u32) {
-        self.d.on_flow_event(&FlowEvent::Segment(SegmentEvent {
-            stream: 0,
-            dir: C2S,
+        self.d.on_flow_event(&FlowEvent::Segment(segment(
+            C2S,
             frame,
-            ts: ts(ms),
-            interface: 0,
-            flags: TcpFlags(TcpFlags::ACK),
-            seq: SeqNum(ISN).add(rel_seq as u32),
-            ack: SeqNum(1),
+            ts(ms),
+            ISN,
             rel_seq,
-            rel_ack: Some(1),
-            payload_len: len,
-            ip_len: len + 52,
-            ip_id: None,
-            window_raw: 500,
-            window_bytes: Some(64000),
-            mss: None,
-            window_scale: None,
-            sack_blocks: 0,
-            wireshark: SegmentAnalysis::default(),
-            analysis: SegmentAnalysis::default(),
-            duplicate_of: None,
-            snd_una: 1,
-            snd_nxt: rel_seq + len as i64,
-            since_first_tx_ns: None,
-            ack_rtt_ns: None,
-            bytes_in_flight: None,
-        }));
+            len,
+        )));
     }
     fn icmp(
         &mut self,
@@ -91,9 +52,6 @@ impl Cap {
     ) {
         let v4 = ip(src).is_ipv4();
         self.d.on_flow_event(&FlowEvent::IcmpError(IcmpErrorEvent {
-            frame,
-            ts: ts(ms),
-            interface: 0,
             kind: if v4 {
                 IcmpKind::FragNeeded
             } else {
@@ -102,21 +60,8 @@ impl Cap {
             icmp_type: if v4 { 3 } else { 2 },
             code: if v4 { 4 } else { 0 },
             mtu: Some(mtu),
-            icmp_src: ip(src),
-            icmp_dst: ip("192.0.2.10"),
-            quoted_src: Endpoint {
-                addr: ip("192.0.2.10"),
-                port: 48001,
-            },
-            quoted_dst: Endpoint {
-                addr: ip("198.51.100.10"),
-                port: 9001,
-            },
             quoted_ip_len: self.quoted_len,
             quoted_seq: Some(SeqNum(ISN).add(rel_seq as u32)),
-            stream: Some(0),
-            quoted_dir: Some(C2S),
-            quoted_rel_seq: Some(rel_seq),
             matched: matched.map(|f| QuotedSegmentMatch {
                 frame: f,
                 ts: ts(ms - 0.1),
@@ -124,17 +69,12 @@ impl Cap {
                 payload_len: 1448,
                 ip_len: 1500,
             }),
+            ..frag_needed(frame, ts(ms), ip(src), synth::v4_pair(48001, 9001), rel_seq)
         }));
     }
     fn run(&mut self) -> Vec<Finding> {
         self.d.finish(&self.ctx)
     }
-}
-
-fn ev<'a>(f: &'a Finding, k: &str) -> &'a Value {
-    f.evidence
-        .get(k)
-        .unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
 }
 
 #[test]

@@ -1,8 +1,7 @@
 //! Table tests of the missing-zero-window detector on synthesized flow events
 //! shaped like seed 003 (sender 1448 B every 1 ms, receiver at tcp_rmem max).
 
-mod common;
-use common::*;
+use pcapsleuth_detect::synth::*;
 use pcapsleuth_detect::Severity;
 use pcapsleuth_missing_zero_window::MissingZeroWindow;
 

@@ -2,10 +2,9 @@
 //! like seed 004 / the lab's mss-blackhole.pcap (upload through a 1400-byte
 //! link whose frag-needed is dropped).
 
-mod common;
-use common::*;
 use pcapsleuth_core::Endpoint;
 use pcapsleuth_decode::IcmpKind;
+use pcapsleuth_detect::synth::*;
 use pcapsleuth_detect::Severity;
 use pcapsleuth_flow::{FlowEvent, IcmpErrorEvent};
 use pcapsleuth_mss_blackhole::MssBlackhole;

@@ -1,20 +1,13 @@
 //! Table tests over synthesized flow events.
 
 use super::*;
-use pcapsleuth_core::{Endpoint, SeqNum};
-use pcapsleuth_decode::TcpFlags;
-use pcapsleuth_flow::{FlowStarted, IcmpErrorEvent, SegmentAnalysis, WindowChangeEvent};
+use pcapsleuth_flow::{IcmpErrorEvent, SegmentAnalysis, WindowChangeEvent};
 use std::net::IpAddr;
 
-const T0: i64 = 1_700_000_000_000_000_000;
-const C2S: Direction = Direction::ClientToServer;
-const S2C: Direction = Direction::ServerToClient;
+use pcapsleuth_detect::synth::{self, at as ts, evidence as ev, frag_needed, segment, C2S, S2C};
 
 fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
-}
-fn ts(ms: f64) -> Timestamp {
-    Timestamp(T0 + (ms * 1e6) as i64)
 }
 
 struct Cap {
@@ -24,27 +17,10 @@ struct Cap {
 
 impl Cap {
     fn new() -> Self {
-        let mut c = Cap {
-            d: ProbeTimerStall::default(),
-            ctx: FinishContext::default(),
-        };
-        let client = Endpoint {
-            addr: ip("192.0.2.10"),
-            port: 50001,
-        };
-        let server = Endpoint {
-            addr: ip("198.51.100.10"),
-            port: 9200,
-        };
-        c.ctx.streams.insert(0, (client, server));
-        c.d.on_flow_event(&FlowEvent::FlowStarted(FlowStarted {
-            stream: 0,
-            client,
-            server,
-            frame: 1,
-            ts: ts(0.0),
-        }));
-        c
+        let mut d = ProbeTimerStall::default();
+        let (client, server) = synth::v4_pair(50001, 9200);
+        let ctx = synth::start_flow(&mut d, client, server);
+        Cap { d, ctx }
     }
     fn seg(&mut self, dir: Direction, frame: u64, ms: f64, rel_seq: i64, len: u32, probe: bool) {
         let analysis = SegmentAnalysis {
@@ -52,59 +28,14 @@ impl Cap {
             ..Default::default()
         };
         self.d.on_flow_event(&FlowEvent::Segment(SegmentEvent {
-            stream: 0,
-            dir,
-            frame,
-            ts: ts(ms),
-            interface: 0,
-            flags: TcpFlags(TcpFlags::ACK),
-            seq: SeqNum(u32::MAX - 100).add(rel_seq as u32),
-            ack: SeqNum(1),
-            rel_seq,
-            rel_ack: Some(1),
-            payload_len: len,
-            ip_len: len + 52,
-            ip_id: None,
-            window_raw: 500,
-            window_bytes: Some(64000),
-            mss: None,
-            window_scale: None,
-            sack_blocks: 0,
-            wireshark: SegmentAnalysis::default(),
             analysis,
-            duplicate_of: None,
-            snd_una: 1,
-            snd_nxt: rel_seq + len as i64,
-            since_first_tx_ns: None,
-            ack_rtt_ns: None,
-            bytes_in_flight: None,
+            ..segment(dir, frame, ts(ms), u32::MAX - 100, rel_seq, len)
         }));
     }
     fn icmp(&mut self, frame: u64, ms: f64, src: &str, rel_seq: i64) {
         self.d.on_flow_event(&FlowEvent::IcmpError(IcmpErrorEvent {
-            frame,
-            ts: ts(ms),
             interface: 1,
-            kind: IcmpKind::FragNeeded,
-            icmp_type: 3,
-            code: 4,
-            mtu: Some(1400),
-            icmp_src: ip(src),
-            icmp_dst: ip("192.0.2.10"),
-            quoted_src: Endpoint {
-                addr: ip("192.0.2.10"),
-                port: 50001,
-            },
-            quoted_dst: Endpoint {
-                addr: ip("198.51.100.10"),
-                port: 9200,
-            },
-            quoted_ip_len: 1500,
-            quoted_seq: None,
-            stream: Some(0),
-            quoted_dir: Some(C2S),
-            quoted_rel_seq: Some(rel_seq),
-            matched: None,
+            ..frag_needed(frame, ts(ms), ip(src), synth::v4_pair(50001, 9200), rel_seq)
         }));
     }
     fn window(&mut self, dir: Direction, frame: u64, ms: f64, bytes: u64) {
@@ -122,12 +53,6 @@ impl Cap {
     fn run(&mut self) -> Vec<Finding> {
         self.d.finish(&self.ctx)
     }
-}
-
-fn ev<'a>(f: &'a Finding, k: &str) -> &'a Value {
-    f.evidence
-        .get(k)
-        .unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
 }
 
 #[test]

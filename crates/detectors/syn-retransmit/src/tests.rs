@@ -3,11 +3,9 @@
 use super::*;
 use pcapsleuth_core::Timestamp;
 use pcapsleuth_decode::TcpFlags;
-use pcapsleuth_flow::{FlowStarted, SegmentAnalysis};
+use pcapsleuth_detect::synth::{at, evidence as ev, segment, C2S, S2C, T0};
+use pcapsleuth_flow::FlowStarted;
 
-const T0: i64 = 1_700_000_000_000_000_000;
-const C2S: Direction = Direction::ClientToServer;
-const S2C: Direction = Direction::ServerToClient;
 const SYN: u16 = TcpFlags::SYN;
 const SYNACK: u16 = TcpFlags::SYN | TcpFlags::ACK;
 const ACK: u16 = TcpFlags::ACK;
@@ -58,34 +56,21 @@ impl Cap {
         dup: Option<u64>,
     ) -> u64 {
         self.frame += 1;
-        let ts = Timestamp(T0 + (ms * 1e6) as i64);
         self.events.push(FlowEvent::Segment(SegmentEvent {
             stream,
-            dir,
-            frame: self.frame,
-            ts,
-            interface: 0,
             flags: TcpFlags(flags),
-            seq: SeqNum(seq),
             ack: SeqNum(ack),
             rel_seq: 0,
             rel_ack: None,
-            payload_len: 0,
             ip_len: 60,
-            ip_id: None,
             window_raw: 64240,
             window_bytes: None,
             mss: Some(1460),
             window_scale: Some(7),
-            sack_blocks: 0,
-            wireshark: SegmentAnalysis::default(),
-            analysis: SegmentAnalysis::default(),
             duplicate_of: dup,
             snd_una: 0,
             snd_nxt: 1,
-            since_first_tx_ns: None,
-            ack_rtt_ns: None,
-            bytes_in_flight: None,
+            ..segment(dir, self.frame, at(ms), seq, 0, 0)
         }));
         self.frame
     }
@@ -135,12 +120,6 @@ impl Cap {
         }
         d.finish(&ctx)
     }
-}
-
-fn ev<'a>(f: &'a Finding, k: &str) -> &'a Value {
-    f.evidence
-        .get(k)
-        .unwrap_or_else(|| panic!("evidence key {k} missing in {:?}", f.evidence))
 }
 
 #[test]

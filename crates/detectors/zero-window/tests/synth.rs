@@ -1,7 +1,6 @@
 //! Table tests of the zero-window detector on synthesized flow events.
 
-mod common;
-use common::*;
+use pcapsleuth_detect::synth::*;
 use pcapsleuth_detect::Severity;
 use pcapsleuth_zero_window::ZeroWindow;
 

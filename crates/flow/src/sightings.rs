@@ -1,0 +1,496 @@
+//! Duplicate-sighting matching: is this packet one already captured elsewhere?
+//!
+//! A multi-interface capture (`dumpcap -i veth -i br0`, `tcpdump -i any`,
+//! lo + eth0) holds one packet once per interface it crossed. Wireshark 4.0
+//! flags the second copy as a retransmission (Wireshark issue 19463); we
+//! recognise it as the same packet and cite the frame of the first sighting.
+//!
+//! **Frame order is not time order.** dumpcap without immediate mode writes
+//! each interface's libpcap buffer in turn, so a burst of 64 and more frames
+//! from one interface precedes the other interface's copies, whose timestamps
+//! are *earlier* (`fixtures/captures/two-interfaces.pcapng`). A ring of the
+//! last 16 segments per stream missed those. This table instead:
+//! - keys each packet by a [`DupSig`] fingerprint (direction, raw seq/ack,
+//!   flags, payload length, IP ID, raw window, TCP timestamps, first SACK
+//!   block, FNV-1a of the first 32 captured payload bytes) plus a 64-bit hash
+//!   of it that is scanned first;
+//! - matches in either time direction: `|Δts| ≤ FlowConfig::duplicate_window_ns`;
+//! - expires entries by timestamp, not by count: per stream it tracks the
+//!   latest timestamp seen at each [`SightKey`] place (timestamps from one
+//!   place are monotonic in any capture tool). Once two places are known, an
+//!   entry older than every place's latest timestamp by more than the window
+//!   can never match again and is dropped. While only one place is known the
+//!   horizon is [`SINGLE_PLACE_HORIZON_NS`] (the other place's block may not
+//!   have been written yet);
+//! - is hard-capped at [`MAX_ENTRIES`] per stream (oldest inserted evicted),
+//!   so memory is O(active flows).
+//!
+//! The first sighting in **file** order updates flow state; later ones get
+//! `duplicate_of` = its frame (Wireshark cites by frame number).
+
+use crate::SegmentAnalysis;
+use pcapsleuth_core::{Direction, FrameNo, InterfaceId, SeqNum, Timestamp};
+use std::collections::VecDeque;
+
+/// Most fingerprints remembered per open stream (oldest inserted evicted).
+/// Equals the analyzer's recent-verdict ring (`RECENT_VERDICTS` in
+/// `analysis/mod.rs`), so every matchable original still has its verdict.
+pub(crate) const MAX_ENTRIES: usize = 256;
+
+/// Fingerprints a finished stream keeps for good (the closing FIN/ACK or RST
+/// is the packet most often seen again).
+pub(crate) const CLOSED_ENTRIES: usize = 4;
+
+/// Most not-yet-matched fingerprints a finished stream keeps in addition, for
+/// [`SINGLE_PLACE_HORIZON_NS`] of capture time after its close (see
+/// [`SweepQueue`]): the other interface's block of copies may still follow in
+/// file order (dumpcap writes blocks of 64 and more frames).
+pub(crate) const CLOSED_PENDING_ENTRIES: usize = MAX_ENTRIES;
+
+/// Expiry horizon while a stream has been seen at one place only, ns. The copy
+/// from a second place can trail by a whole capture-buffer flush in file order
+/// (dumpcap's libpcap read timeout is of the order of 250 ms–1 s); entries
+/// this much older than the place's latest timestamp are dropped.
+pub(crate) const SINGLE_PLACE_HORIZON_NS: i64 = 1_000_000_000;
+
+/// Places tracked per stream for timestamp expiry; beyond this, expiry falls
+/// back to the single-place horizon.
+const MAX_PLACES: usize = 4;
+
+/// What makes two captured packets "the same packet" (duplicate sightings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct DupSig {
+    pub(crate) dir: Direction,
+    pub(crate) ip_id: u32,
+    pub(crate) seq: SeqNum,
+    pub(crate) ack: SeqNum,
+    pub(crate) flags: u16,
+    pub(crate) payload_len: u32,
+    pub(crate) window: u16,
+    pub(crate) tsopt: Option<(u32, u32)>,
+    pub(crate) sack0: Option<(SeqNum, SeqNum)>,
+    pub(crate) hash: u64,
+}
+
+impl DupSig {
+    /// Cheap 64-bit summary scanned before the full comparison (FNV-1a mix).
+    fn quick(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut mix = |v: u64| {
+            h ^= v;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        };
+        mix(match self.dir {
+            Direction::ClientToServer => 0,
+            Direction::ServerToClient => 1,
+        });
+        mix(u64::from(self.ip_id));
+        mix(u64::from(self.seq.0));
+        mix(u64::from(self.ack.0));
+        mix(u64::from(self.flags) << 32 | u64::from(self.window));
+        mix(u64::from(self.payload_len));
+        mix(self
+            .tsopt
+            .map_or(0, |(a, b)| u64::from(a) << 32 | u64::from(b)));
+        mix(self.hash);
+        h
+    }
+}
+
+/// Where a packet was seen: capture interface, VLAN tags, Linux cooked-capture
+/// interface index and packet type. Two sightings of one packet differ here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SightKey {
+    pub(crate) interface: InterfaceId,
+    pub(crate) vlans: [u16; 2],
+    pub(crate) vlan_count: u8,
+    pub(crate) sll_ifindex: Option<u32>,
+    pub(crate) sll_pkttype: Option<u8>,
+}
+
+/// The first sighting of a packet.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DupEntry {
+    pub(crate) sig: DupSig,
+    pub(crate) key: SightKey,
+    pub(crate) frame: FrameNo,
+    pub(crate) ts: Timestamp,
+    /// Our verdict on the first sighting, copied to later sightings (the
+    /// analyzer's recent-verdict ring is cut to 4 when a stream finishes).
+    pub(crate) analysis: SegmentAnalysis,
+    /// Bytes in flight computed for the first sighting (0 = none; saturated
+    /// at `u32::MAX`, far above any real flight size: the scaled window
+    /// is at most 2^30 bytes, RFC 7323 §2.3).
+    bytes_in_flight: u32,
+    /// Another sighting already matched this entry.
+    matched: bool,
+}
+
+/// Per-stream first sightings, bounded by [`MAX_ENTRIES`] and expired by
+/// timestamp (see the module documentation).
+#[derive(Debug, Default)]
+pub(crate) struct SightingTable {
+    /// `DupSig::quick` of each entry, parallel to `entries` (dense scan).
+    quick: VecDeque<u64>,
+    entries: VecDeque<DupEntry>,
+    /// Latest timestamp seen per place (≤ [`MAX_PLACES`]).
+    places: Vec<(SightKey, Timestamp)>,
+    /// More places than tracked were seen.
+    places_overflow: bool,
+    /// [`SightingTable::close`] kept pending entries; not yet handed to a [`SweepQueue`].
+    sweep_wanted: bool,
+}
+
+impl SightingTable {
+    /// Heap bytes by capacity.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.quick.capacity() * std::mem::size_of::<u64>()
+            + self.entries.capacity() * std::mem::size_of::<DupEntry>()
+            + self.places.capacity() * std::mem::size_of::<(SightKey, Timestamp)>()
+    }
+
+    /// Number of remembered first sightings.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Match a packet against earlier first sightings, or remember it as a
+    /// first sighting. Returns the first sighting it duplicates.
+    ///
+    /// A match needs an equal fingerprint, `|Δts| ≤ window_ns` (either time
+    /// direction), and a different place or the same non-zero IP ID. Two
+    /// identical IP-ID-0 packets at one place are two packets (a SYN/ACK
+    /// re-sent by the server's timer and again for a retransmitted SYN, 72 µs
+    /// apart in `lab/syn-retransmit.pcap`). Real retransmissions differ in IP
+    /// ID (or TS value) or come tens of ms later, beyond the 10 ms window.
+    pub(crate) fn observe(
+        &mut self,
+        sig: DupSig,
+        key: SightKey,
+        frame: FrameNo,
+        ts: Timestamp,
+        window_ns: i64,
+    ) -> Option<DupEntry> {
+        let window = window_ns.max(0);
+        self.note_place(key, ts);
+        self.expire(window);
+        let q = sig.quick();
+        let hit = self
+            .quick
+            .iter()
+            .zip(self.entries.iter_mut())
+            .rev()
+            .find(|(eq, e)| {
+                **eq == q
+                    && e.sig == sig
+                    && ts.0.abs_diff(e.ts.0) <= window as u64
+                    && (sig.ip_id != 0 || e.key != key)
+            })
+            .map(|(_, e)| {
+                e.matched = true;
+                *e
+            });
+        if hit.is_none() {
+            if self.entries.len() >= MAX_ENTRIES {
+                self.quick.pop_front();
+                self.entries.pop_front();
+            }
+            self.quick.push_back(q);
+            self.entries.push_back(DupEntry {
+                sig,
+                key,
+                frame,
+                ts,
+                analysis: SegmentAnalysis::default(),
+                bytes_in_flight: 0,
+                matched: false,
+            });
+        }
+        hit
+    }
+
+    /// Bytes in flight computed for this first sighting.
+    pub(crate) fn bytes_in_flight(e: &DupEntry) -> Option<u64> {
+        (e.bytes_in_flight != 0).then_some(u64::from(e.bytes_in_flight))
+    }
+
+    /// Record the verdict of the first sighting `frame` (just observed).
+    pub(crate) fn set_verdict(
+        &mut self,
+        frame: FrameNo,
+        analysis: SegmentAnalysis,
+        bytes_in_flight: Option<u64>,
+    ) {
+        if let Some(e) = self.entries.back_mut().filter(|e| e.frame == frame) {
+            e.analysis = analysis;
+            e.bytes_in_flight = bytes_in_flight.map_or(0, |b| u32::try_from(b).unwrap_or(u32::MAX));
+        }
+    }
+
+    fn note_place(&mut self, key: SightKey, ts: Timestamp) {
+        if let Some(p) = self.places.iter_mut().find(|p| p.0 == key) {
+            if ts > p.1 {
+                p.1 = ts;
+            }
+        } else if self.places.len() < MAX_PLACES {
+            self.places.push((key, ts));
+        } else {
+            self.places_overflow = true;
+        }
+    }
+
+    /// Drop entries (from the oldest inserted) that no future packet can match.
+    fn expire(&mut self, window: i64) {
+        let watermark = if self.places.len() >= 2 && !self.places_overflow {
+            self.places
+                .iter()
+                .map(|p| p.1 .0)
+                .min()
+                .map(|t| t.saturating_sub(window))
+        } else {
+            self.places
+                .iter()
+                .map(|p| p.1 .0)
+                .max()
+                .map(|t| t.saturating_sub(window.max(SINGLE_PLACE_HORIZON_NS)))
+        };
+        let Some(w) = watermark else { return };
+        while self.entries.front().is_some_and(|e| e.ts.0 < w) {
+            self.entries.pop_front();
+            self.quick.pop_front();
+        }
+    }
+
+    /// Shrink for a finished stream: keep the newest [`CLOSED_ENTRIES`] and up
+    /// to [`CLOSED_PENDING_ENTRIES`] newest entries not matched yet (their
+    /// copies may follow in another interface's block). When more than
+    /// [`CLOSED_ENTRIES`] remain, [`SightingTable::take_sweep_wanted`] returns
+    /// their number once: the caller then queues the stream in a [`SweepQueue`] so
+    /// [`SightingTable::sweep`] drops the extra later.
+    pub(crate) fn close(&mut self) {
+        let n = self.entries.len();
+        let keep_newest = n.saturating_sub(CLOSED_ENTRIES);
+        let mut pending = 0;
+        let mut i = n;
+        let mut kept: VecDeque<(u64, DupEntry)> = VecDeque::new();
+        while i > 0 {
+            i -= 1;
+            let (Some(q), Some(e)) = (self.quick.get(i), self.entries.get(i)) else {
+                break;
+            };
+            let keep = if i >= keep_newest {
+                true
+            } else if !e.matched && pending < CLOSED_PENDING_ENTRIES {
+                pending += 1;
+                true
+            } else {
+                false
+            };
+            if keep {
+                kept.push_front((*q, *e));
+            }
+        }
+        self.quick = kept.iter().map(|k| k.0).collect();
+        self.entries = kept.into_iter().map(|k| k.1).collect();
+        self.places.shrink_to_fit();
+        self.sweep_wanted = self.entries.len() > CLOSED_ENTRIES;
+    }
+
+    /// When the last [`SightingTable::close`] kept pending entries that need a
+    /// later [`SightingTable::sweep`]: the number of entries held (once per close).
+    pub(crate) fn take_sweep_wanted(&mut self) -> Option<usize> {
+        std::mem::take(&mut self.sweep_wanted).then_some(self.entries.len())
+    }
+
+    /// Cut a finished stream down to its newest [`CLOSED_ENTRIES`] for good.
+    pub(crate) fn sweep(&mut self) {
+        let extra = self.entries.len().saturating_sub(CLOSED_ENTRIES);
+        self.quick.drain(..extra);
+        self.entries.drain(..extra);
+        self.quick.shrink_to_fit();
+        self.entries.shrink_to_fit();
+        self.places = Vec::new();
+    }
+}
+
+/// Most fingerprints held by finished streams awaiting a sweep (all streams
+/// together); beyond this the oldest closed stream is swept early. 65 536 ×
+/// 128 bytes (entry plus its quick hash) = 8 MiB at most.
+pub(crate) const MAX_PENDING_TOTAL: usize = 65_536;
+
+/// Finished streams still holding pending sightings, in close order, with the
+/// close timestamp. Each is swept ([`SightingTable::sweep`]) once the capture's
+/// latest timestamp is [`SINGLE_PLACE_HORIZON_NS`] past its close or more than
+/// they hold more than [`MAX_PENDING_TOTAL`] entries in all, which bounds the
+/// extra memory.
+#[derive(Debug, Default)]
+pub(crate) struct SweepQueue {
+    /// (stream index, close timestamp, entries held).
+    queue: VecDeque<(usize, Timestamp, usize)>,
+    /// Sum of entries held by queued streams.
+    total: usize,
+}
+
+impl SweepQueue {
+    /// Queue stream index `idx`, closed at `ts`, holding `entries` fingerprints.
+    pub(crate) fn push(&mut self, idx: usize, ts: Timestamp, entries: usize) {
+        self.queue.push_back((idx, ts, entries));
+        self.total = self.total.saturating_add(entries);
+    }
+
+    /// Pop the next stream index due for a sweep at capture time `now`.
+    pub(crate) fn pop_due(&mut self, now: Timestamp) -> Option<usize> {
+        let &(idx, ts, n) = self.queue.front()?;
+        if now.0.saturating_sub(ts.0) > SINGLE_PLACE_HORIZON_NS || self.total > MAX_PENDING_TOTAL {
+            self.queue.pop_front();
+            self.total = self.total.saturating_sub(n);
+            Some(idx)
+        } else {
+            None
+        }
+    }
+
+    /// Heap bytes by capacity.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.queue.capacity() * std::mem::size_of::<(usize, Timestamp, usize)>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sig(seq: u32, ip_id: u32) -> DupSig {
+        DupSig {
+            dir: Direction::ClientToServer,
+            ip_id,
+            seq: SeqNum(seq),
+            ack: SeqNum(1),
+            flags: 0x10,
+            payload_len: 100,
+            window: 500,
+            tsopt: None,
+            sack0: None,
+            hash: 7,
+        }
+    }
+
+    fn place(interface: InterfaceId) -> SightKey {
+        SightKey {
+            interface,
+            vlans: [0; 2],
+            vlan_count: 0,
+            sll_ifindex: None,
+            sll_pkttype: None,
+        }
+    }
+
+    const W: i64 = 10_000_000;
+
+    #[test]
+    fn copies_written_a_block_later_with_earlier_timestamps_match() {
+        let mut t = SightingTable::default();
+        // Interface 0 writes 100 segments 1 ms apart (100 ms in all) ...
+        for i in 0..100u32 {
+            let ts = Timestamp(i64::from(i) * 1_000_000 + 50_000);
+            assert!(t
+                .observe(sig(i * 100, i + 1), place(0), u64::from(i) + 1, ts, W)
+                .is_none());
+        }
+        // ... then interface 1 its copies, each 50 µs earlier.
+        for i in 0..100u32 {
+            let ts = Timestamp(i64::from(i) * 1_000_000);
+            let hit = t.observe(sig(i * 100, i + 1), place(1), u64::from(i) + 101, ts, W);
+            assert_eq!(hit.map(|e| e.frame), Some(u64::from(i) + 1), "copy {i}");
+        }
+        // Both places now advanced to ~99 ms: everything older than 89 ms expires
+        // on the next packet.
+        t.observe(sig(99_999, 0), place(0), 300, Timestamp(99_100_000), W);
+        assert!(t.len() <= 12, "{} entries left", t.len());
+    }
+
+    #[test]
+    fn retransmissions_are_not_sightings() {
+        let mut t = SightingTable::default();
+        assert!(t.observe(sig(1, 5), place(0), 1, Timestamp(0), W).is_none());
+        // Same bytes re-sent with a new IP ID, same place, 200 µs later.
+        assert!(t
+            .observe(sig(1, 6), place(0), 2, Timestamp(200_000), W)
+            .is_none());
+        // Same IP ID as frame 1 but 30 ms later at another place: beyond the window.
+        assert!(t
+            .observe(sig(1, 5), place(1), 3, Timestamp(30_000_000), W)
+            .is_none());
+        // IP ID 0 twice at one place: two packets.
+        assert!(t
+            .observe(sig(9, 0), place(0), 4, Timestamp(30_000_000), W)
+            .is_none());
+        assert!(t
+            .observe(sig(9, 0), place(0), 5, Timestamp(30_000_072), W)
+            .is_none());
+        // IP ID 0 at another place: one packet seen twice.
+        let hit = t.observe(sig(9, 0), place(1), 6, Timestamp(30_000_010), W);
+        assert_eq!(hit.map(|e| e.frame), Some(5));
+    }
+
+    #[test]
+    fn size_is_capped_and_single_place_expires_after_horizon() {
+        let mut t = SightingTable::default();
+        for i in 0..1000u32 {
+            t.observe(
+                sig(i, i + 1),
+                place(0),
+                u64::from(i),
+                Timestamp(i64::from(i)),
+                W,
+            );
+        }
+        assert_eq!(t.len(), MAX_ENTRIES);
+        t.observe(
+            sig(5000, 1),
+            place(0),
+            2000,
+            Timestamp(SINGLE_PLACE_HORIZON_NS + 2000),
+            W,
+        );
+        assert_eq!(t.len(), 1);
+    }
+
+    #[test]
+    fn close_keeps_unmatched_entries_until_swept() {
+        let mut t = SightingTable::default();
+        t.observe(sig(0, 1), place(1), 1, Timestamp(0), W);
+        for i in 1..100u32 {
+            t.observe(
+                sig(i, i + 1),
+                place(0),
+                u64::from(i) + 1,
+                Timestamp(1000),
+                W,
+            );
+        }
+        t.close();
+        assert_eq!(t.take_sweep_wanted(), Some(100));
+        assert_eq!(t.take_sweep_wanted(), None);
+        assert_eq!(t.len(), 100);
+        let hit = t.observe(sig(50, 51), place(1), 500, Timestamp(999), W);
+        assert_eq!(hit.map(|e| e.frame), Some(51));
+        // Matched entries are not kept again; the sweep leaves the newest 4.
+        t.close();
+        assert_eq!(t.len(), 99);
+        t.sweep();
+        assert_eq!(t.len(), CLOSED_ENTRIES);
+
+        let mut q = SweepQueue::default();
+        q.push(7, Timestamp(0), 10);
+        assert_eq!(q.pop_due(Timestamp(SINGLE_PLACE_HORIZON_NS)), None);
+        assert_eq!(q.pop_due(Timestamp(SINGLE_PLACE_HORIZON_NS + 1)), Some(7));
+        assert_eq!(q.pop_due(Timestamp(i64::MAX)), None);
+        for i in 0..=(MAX_PENDING_TOTAL / 100) {
+            q.push(i, Timestamp(0), 100);
+        }
+        assert_eq!(q.pop_due(Timestamp(0)), Some(0));
+        assert_eq!(q.pop_due(Timestamp(0)), None);
+    }
+}
