@@ -17,7 +17,7 @@
 //! with `size_of` and [`FlowTable::approx_heap_bytes`] (`tests/many_streams.rs`).
 //!
 //! Per **active** flow (each buffer capped, all freed or shrunk at close):
-//! - the stream record, 1 360 bytes inline (two endpoint states of 200, the
+//! - the stream record, 1 424 bytes inline (two endpoint states of 200, the
 //!   analyzer's two Wireshark machines of 256 each, summary counters of 256),
 //!   boxed behind an 8-byte slot of the table's `Vec`, plus one 4-tuple map
 //!   entry (41 bytes at capacity);
@@ -26,8 +26,9 @@
 //!   the Wireshark emulation's unacked lists ≤ 10 000 × 24 bytes in each of
 //!   its two machines (`TCP_MAX_UNACKED_SEGMENTS`); ≤ 4096 × 40-byte
 //!   first-transmission records (160-byte boxed history);
-//! - ≤ 256 × 48-byte recent verdicts and ≤ 16 × 96-byte duplicate-sighting
-//!   candidates.
+//! - ≤ 256 × 48-byte recent verdicts and ≤ 256 duplicate-sighting
+//!   fingerprints of 128 bytes (120-byte entry + 8-byte hash), expired by
+//!   timestamp (`sightings.rs`), plus ≤ 4 × 32-byte per-interface clocks.
 //!
 //! A short flow (handshake, a segment each way, FIN/FIN/ACK) holds roughly
 //! 5 KB while open (record plus the first growth step of each buffer; an
@@ -39,9 +40,11 @@
 //! are freed, the analyzer is compacted
 //! ([`analysis::StreamAnalyzer::compact`]: history dropped, 4 recent verdicts,
 //! Wireshark machines shrunk to fit — normally their unacked lists are empty),
-//! and 4 duplicate candidates are kept. A finished short flow costs about
-//! 2 000 bytes (before this compaction: 2 620): the 1 360-byte record, 384
-//! bytes of duplicate candidates, 192 of recent verdicts, its map entry, and
+//! and 4 duplicate fingerprints are kept for good (those not yet matched are
+//! kept for one more second of capture time, since another interface's copies
+//! may follow in file order: ≤ 65 536 × 128 bytes over all finished flows).
+//! A finished short flow costs about 2 200 bytes (before this compaction:
+//! 2 620): the 1 424-byte record, 512 bytes of duplicate fingerprints, 192 of recent verdicts, its map entry, and
 //! its duplicate-sighting list ([`FlowSummary::sightings`], capped by
 //! [`FlowConfig::max_sightings`]; empty for most flows). Summaries are built
 //! on demand by [`FlowTable::summaries`] from the compact counters.
