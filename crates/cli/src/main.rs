@@ -1,10 +1,9 @@
 //! `pcapsleuth`: offline pcap forensics that names why TCP connections stalled.
 //!
 //! Subcommands: `analyze` (report findings in text, JSON, JSON Lines,
-//! Markdown or self-contained HTML), `check` (CI gate: exit status from finding severities; both take
-//! `--merge` to analyse all inputs as one capture set, numbered as `mergecap`
-//! would number the merged file), `flows`
-//! (per-flow table), `annotate` (a pcapng copy of one capture with a packet
+//! Markdown or self-contained HTML), `check` (CI gate: exit status from finding severities), `flows`
+//! (per-flow table; all three take `--merge` to analyse all inputs as one
+//! capture set, numbered as `mergecap` would number the merged file), `annotate` (a pcapng copy of one capture with a packet
 //! comment on every cited frame, for Wireshark), `explain` (what a detector
 //! looks for) and `streams` (frame → `tcp.stream`, for comparison with tshark).
 //!
@@ -141,6 +140,12 @@ enum Cmd {
         /// Output format.
         #[arg(long, value_enum, default_value_t = FlowsFormat::Text)]
         format: FlowsFormat,
+        /// Treat all inputs as ONE capture set, as `analyze --merge` does: one
+        /// entry whose flows span the files. Frame numbers in the summaries
+        /// (first/last frame, stall frames, sightings) are merged numbers,
+        /// i.e. those of `mergecap -w merged.pcapng INPUT...`.
+        #[arg(long)]
+        merge: bool,
         /// Worker threads (default: one per CPU).
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
@@ -191,9 +196,10 @@ fn main() {
         } => cmd_check(fail_on, merge, threads, &inputs),
         Cmd::Flows {
             format,
+            merge,
             threads,
             inputs,
-        } => cmd_flows(format, threads, &inputs),
+        } => cmd_flows(format, merge, threads, &inputs),
         Cmd::Annotate { output, input } => cmd_annotate(&input, &output),
         Cmd::Explain { detector } => cmd_explain(detector.as_deref()),
         Cmd::Streams { input } => cmd_streams(&input),
@@ -540,14 +546,14 @@ fn cmd_check(fail_on: Threshold, merge: bool, threads: Option<usize>, inputs: &[
     }
 }
 
-fn cmd_flows(format: FlowsFormat, threads: Option<usize>, inputs: &[PathBuf]) -> i32 {
+fn cmd_flows(format: FlowsFormat, merge: bool, threads: Option<usize>, inputs: &[PathBuf]) -> i32 {
     let (paths, mut failed) = expand_inputs(inputs);
     let opts = AnalyzeOptions {
         with_flows: true,
         ..AnalyzeOptions::default()
     };
     let mut captures = Vec::new();
-    let res = analyze_ordered(&paths, &opts, threads, |c| {
+    let res = analyze_inputs(&paths, &opts, merge, threads, |c| {
         if let Some(e) = &c.error {
             failed = true;
             if format == FlowsFormat::Json {
@@ -568,13 +574,90 @@ fn cmd_flows(format: FlowsFormat, threads: Option<usize>, inputs: &[PathBuf]) ->
         Err(code) => return code,
     };
     out.put(&match format {
-        FlowsFormat::Text => render_flows_text(&report),
-        FlowsFormat::Json => render_flows_json(&report),
+        FlowsFormat::Text => with_sources_text(&render_flows_text(&report), &report),
+        FlowsFormat::Json => with_sources_json(render_flows_json(&report), &report),
     });
     if failed {
         EXIT_INPUT
     } else {
         EXIT_OK
+    }
+}
+
+/// The files of a merged set as `analyze` text shows them after its header:
+/// `a.pcap (pcap, 12 frames), b.pcap (unreadable)`; `None` for one file.
+fn merged_from(c: &CaptureReport) -> Option<String> {
+    if c.sources.is_empty() {
+        return None;
+    }
+    Some(
+        c.sources
+            .iter()
+            .map(|s| match &s.format {
+                Some(fmt) => format!(
+                    "{} ({fmt}, {} frame{})",
+                    s.path,
+                    s.packets,
+                    plural(s.packets)
+                ),
+                None => format!("{} (unreadable)", s.path),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+    )
+}
+
+/// `flows` text with a `   merged from …` line (as in `analyze` text) after
+/// the `== <path>` header of each merged capture. `text` is
+/// [`render_flows_text`] of `report`, whose blocks each start with `== `.
+fn with_sources_text(text: &str, report: &Report) -> String {
+    let mut merged = report.captures.iter().map(merged_from);
+    let mut out = String::with_capacity(text.len() + 128);
+    for line in text.split_inclusive('\n') {
+        out.push_str(line);
+        if line.starts_with("== ") {
+            if let Some(Some(m)) = merged.next() {
+                out.push_str("   merged from ");
+                out.push_str(&m);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// `flows` JSON with each merged capture's `sources` (as in `analyze` JSON)
+/// added before its `flows`. `json` is [`render_flows_json`] of `report`;
+/// it is returned unchanged when no capture is merged.
+fn with_sources_json(json: String, report: &Report) -> String {
+    if report.captures.iter().all(|c| c.sources.is_empty()) {
+        return json;
+    }
+    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(&json) else {
+        return json;
+    };
+    let Some(caps) = doc.get_mut("captures").and_then(|v| v.as_array_mut()) else {
+        return json;
+    };
+    for (v, c) in caps.iter_mut().zip(&report.captures) {
+        if c.sources.is_empty() {
+            continue;
+        }
+        let (Some(obj), Ok(sources)) = (v.as_object_mut(), serde_json::to_value(&c.sources)) else {
+            continue;
+        };
+        let flows = obj.remove("flows");
+        obj.insert("sources".to_string(), sources);
+        if let Some(f) = flows {
+            obj.insert("flows".to_string(), f);
+        }
+    }
+    match serde_json::to_string_pretty(&doc) {
+        Ok(mut s) => {
+            s.push('\n');
+            s
+        }
+        Err(_) => json,
     }
 }
 

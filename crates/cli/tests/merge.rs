@@ -251,3 +251,103 @@ fn frames_match_mergecap_output() {
     assert!(checked >= 2);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+const MB: &str = "fixtures/captures/mss-blackhole.pcap";
+
+/// (client, server, state, packets) of every flow of one `flows` capture, sorted.
+fn flow_keys(c: &Value) -> Vec<String> {
+    let mut v: Vec<String> = c["flows"]
+        .as_array()
+        .expect("flows")
+        .iter()
+        .map(|f| {
+            format!(
+                "{}:{} {}:{} {} {}",
+                f["client"],
+                f["client_port"],
+                f["server"],
+                f["server_port"],
+                f["state"],
+                f["packets"]
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// `flows --merge` gives one entry with the flows of both files, unchanged.
+#[test]
+fn flows_merge_json_and_text() {
+    let m = json(&["flows", "--format", "json", "--merge", MB, SD]);
+    let caps = m["captures"].as_array().unwrap();
+    assert_eq!(caps.len(), 1, "one merged capture: {m}");
+    let c = &caps[0];
+    assert_eq!(c["path"], format!("{MB}+{SD}"));
+    assert_eq!(c["sources"][0]["path"], MB);
+    assert_eq!(c["sources"][1]["path"], SD);
+    let mb = json(&["flows", "--format", "json", MB]);
+    let sd = json(&["flows", "--format", "json", SD]);
+    assert!(mb["captures"][0].get("sources").is_none());
+    let mut expected = flow_keys(&mb["captures"][0]);
+    let n_mb = expected.len();
+    expected.extend(flow_keys(&sd["captures"][0]));
+    expected.sort();
+    assert!(n_mb >= 1 && expected.len() > n_mb, "{expected:?}");
+    assert_eq!(flow_keys(c), expected);
+    // Merged (mergecap) frame numbers: syn-drops was captured first, so its
+    // flows keep their frame numbers and mss-blackhole's are shifted by the
+    // number of syn-drops frames.
+    let ns = c["sources"][1]["packets"].as_u64().unwrap();
+    assert!(ns > 0);
+    let tuple = |f: &Value| {
+        format!(
+            "{}:{} {}:{}",
+            f["client"], f["client_port"], f["server"], f["server_port"]
+        )
+    };
+    let mut checked = 0;
+    for (single, shift) in [(&mb, ns), (&sd, 0)] {
+        for f in single["captures"][0]["flows"].as_array().unwrap() {
+            let m: Vec<&Value> = c["flows"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|g| tuple(g) == tuple(f))
+                .collect();
+            assert_eq!(m.len(), 1, "{}", tuple(f));
+            for k in ["first_frame", "last_frame"] {
+                assert_eq!(
+                    m[0][k].as_u64().unwrap(),
+                    f[k].as_u64().unwrap() + shift,
+                    "{k} of {}",
+                    tuple(f)
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, expected.len());
+
+    let o = run(&["flows", "--merge", MB, SD]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], format!("== {MB}+{SD}"), "{text}");
+    assert!(
+        lines[1].starts_with(&format!("   merged from {MB} (pcap, ")),
+        "{text}"
+    );
+    assert!(lines[1].contains(&format!(", {SD} (pcap, ")), "{text}");
+    assert_eq!(text.matches("== ").count(), 1, "one capture block: {text}");
+    assert_eq!(
+        lines.last().copied(),
+        Some(format!("-- {} flows", expected.len()).as_str()),
+        "{text}"
+    );
+    // Without --merge: two blocks, no merged-from line.
+    let o = run(&["flows", MB, SD]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert_eq!(text.matches("== ").count(), 2, "{text}");
+    assert!(!text.contains("merged from"), "{text}");
+}
