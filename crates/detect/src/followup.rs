@@ -13,7 +13,7 @@
 
 use pcapsleuth_core::{Direction, FrameNo, StreamId, Timestamp};
 use pcapsleuth_flow::SegmentEvent;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Most recent data segments (all flows) remembered for looking back: dumpcap
 /// interleaves interfaces by buffer drains, a few hundred packets at most.
@@ -81,7 +81,7 @@ struct Watch {
 pub struct FollowUp {
     history: VecDeque<(StreamId, Direction, SegRec)>,
     watches: Vec<Watch>,
-    open: HashMap<(StreamId, Direction), Vec<WatchId>>,
+    open: crate::StreamMap<(StreamId, Direction), Vec<WatchId>>,
     open_count: usize,
 }
 

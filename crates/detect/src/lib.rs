@@ -6,12 +6,14 @@
 //! packet itself (`on_packet`). At the end of the capture `finish` returns the
 //! findings. No I/O, no locks: one detector instance serves one capture.
 
+pub mod fasthash;
 pub mod followup;
 pub mod retx;
 #[cfg(any(test, feature = "test-support"))]
 pub mod synth;
 pub mod timer;
 
+pub use fasthash::{StreamMap, StreamSet};
 pub use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};
 pub use pcapsleuth_decode::Decoded;
 pub use pcapsleuth_flow::{FlowEvent, PacketFlowInfo, PacketMeta};

@@ -176,21 +176,28 @@ impl SightingTable {
         self.note_place(key, ts);
         self.expire(window);
         let q = sig.quick();
-        let hit = self
-            .quick
+        // Newest first; the dense `quick` column is scanned alone and only
+        // its equal values look at the full entry.
+        let mut hit = None;
+        let (qa, qb) = self.quick.as_slices();
+        let candidates = qb
             .iter()
-            .zip(self.entries.iter_mut())
+            .enumerate()
             .rev()
-            .find(|(eq, e)| {
-                **eq == q
-                    && e.sig == sig
+            .map(|(i, v)| (i + qa.len(), v))
+            .chain(qa.iter().enumerate().rev());
+        for (i, _) in candidates.filter(|(_, v)| **v == q) {
+            if let Some(e) = self.entries.get_mut(i) {
+                if e.sig == sig
                     && ts.0.abs_diff(e.ts.0) <= window as u64
                     && (sig.ip_id != 0 || e.key != key)
-            })
-            .map(|(_, e)| {
-                e.matched = true;
-                *e
-            });
+                {
+                    e.matched = true;
+                    hit = Some(*e);
+                    break;
+                }
+            }
+        }
         if hit.is_none() {
             if self.entries.len() >= MAX_ENTRIES {
                 self.quick.pop_front();

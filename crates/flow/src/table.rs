@@ -173,6 +173,10 @@ pub struct FlowTable {
     config: FlowConfig,
     /// Latest stream (index into `streams`) per unordered address/port pair.
     convs: HashMap<FlowKey, usize>,
+    /// The last `convs` lookup, `(key, stream index)`: consecutive packets
+    /// mostly belong to one conversation, so this skips the SipHash lookup.
+    /// Always equal to `convs[key]` (`new_stream` refreshes it).
+    last_conv: Option<(FlowKey, usize)>,
     /// Boxed so the `Vec`'s growth slack (up to half its capacity) costs a
     /// pointer per slot, not a 1 360-byte record.
     #[allow(clippy::vec_box)]
@@ -287,6 +291,7 @@ impl FlowTable {
         self.streams
             .push(Box::new(Stream::new(id, client, server, meta)));
         self.convs.insert(key, idx);
+        self.last_conv = Some((key, idx));
         out.push(FlowEvent::FlowStarted(FlowStarted {
             stream: id,
             client,
@@ -317,8 +322,15 @@ impl FlowTable {
         } else {
             (src, dst)
         };
-        let mut idx = match self.convs.get(&key) {
-            Some(&i) => i,
+        let known = match self.last_conv {
+            Some((k, i)) if k == key => Some(i),
+            _ => self.convs.get(&key).copied(),
+        };
+        let mut idx = match known {
+            Some(i) => {
+                self.last_conv = Some((key, i));
+                i
+            }
             None => self.new_stream(key, c, s, meta, out),
         };
         let mut dir = self.streams[idx].dir_of(src);

@@ -66,7 +66,7 @@ use pcapsleuth_detect::{
     Severity,
 };
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// Detector id.
@@ -148,10 +148,10 @@ enum GroupKey {
 #[derive(Debug, Default)]
 pub struct FragNeeded {
     icmps: Vec<Icmp>,
-    seen_frames: HashSet<FrameNo>,
+    seen_frames: pcapsleuth_detect::StreamSet<FrameNo>,
     follow: FollowUp,
     /// Largest IP datagram (bytes) captured per (stream, direction index).
-    largest_sent: HashMap<(StreamId, usize), u32>,
+    largest_sent: pcapsleuth_detect::StreamMap<(StreamId, usize), u32>,
 }
 
 impl FragNeeded {

@@ -64,7 +64,7 @@ use pcapsleuth_detect::{
 };
 use pcapsleuth_flow::SegmentEvent;
 use serde_json::json;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 /// Detector id.
 pub const ID: &str = "missing-zero-window";
@@ -146,9 +146,9 @@ struct Hit {
 /// The `missing-zero-window` detector.
 #[derive(Debug, Default)]
 pub struct MissingZeroWindow {
-    dirs: HashMap<(StreamId, usize), DirState>,
+    dirs: pcapsleuth_detect::StreamMap<(StreamId, usize), DirState>,
     /// Highest TTL / hop limit seen per (stream, direction).
-    ttl: HashMap<(StreamId, usize), u8>,
+    ttl: pcapsleuth_detect::StreamMap<(StreamId, usize), u8>,
     hits: Vec<Hit>,
 }
 

@@ -116,7 +116,7 @@ struct DirState {
 #[derive(Debug, Default)]
 pub struct MssBlackhole {
     dirs: BTreeMap<(StreamId, usize), DirState>,
-    icmp_streams: HashSet<StreamId>,
+    icmp_streams: pcapsleuth_detect::StreamSet<StreamId>,
     icmp_pairs: HashSet<(IpAddr, IpAddr)>,
 }
 

@@ -55,7 +55,6 @@ use pcapsleuth_detect::{
 };
 use pcapsleuth_flow::{SegmentEvent, StallEvent};
 use serde_json::{json, Value};
-use std::collections::HashMap;
 
 /// Detector id.
 pub const ID: &str = "probe-timer-stall";
@@ -126,10 +125,10 @@ struct ZeroWindowState {
 #[derive(Debug, Default)]
 pub struct ProbeTimerStall {
     triggers: Vec<Trigger>,
-    open: HashMap<(StreamId, Direction), Vec<usize>>,
+    open: pcapsleuth_detect::StreamMap<(StreamId, Direction), Vec<usize>>,
     follow: FollowUp,
-    snd: HashMap<(StreamId, Direction), (i64, i64)>,
-    zero: HashMap<(StreamId, Direction), ZeroWindowState>,
+    snd: pcapsleuth_detect::StreamMap<(StreamId, Direction), (i64, i64)>,
+    zero: pcapsleuth_detect::StreamMap<(StreamId, Direction), ZeroWindowState>,
     stalls: Vec<StallEvent>,
 }
 

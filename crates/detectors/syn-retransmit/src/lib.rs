@@ -395,8 +395,8 @@ impl Attempt {
 #[derive(Debug, Default)]
 pub struct SynRetransmit {
     attempts: Vec<Attempt>,
-    live: HashMap<StreamId, usize>,
-    endpoints: HashMap<StreamId, (Endpoint, Endpoint)>,
+    live: pcapsleuth_detect::StreamMap<StreamId, usize>,
+    endpoints: pcapsleuth_detect::StreamMap<StreamId, (Endpoint, Endpoint)>,
     /// Earliest TCP segment time seen (ns): where the capture (of TCP) begins.
     first_ts: Option<i64>,
 }

@@ -47,7 +47,7 @@ use pcapsleuth_detect::{
 };
 use pcapsleuth_flow::SegmentEvent;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Detector id.
 pub const ID: &str = "zero-window";
@@ -130,7 +130,7 @@ impl DirState {
 pub struct ZeroWindow {
     dirs: BTreeMap<(StreamId, usize), DirState>,
     /// Last non-zero window (value, scaled?) of every direction: O(active flows).
-    last_window: HashMap<(StreamId, usize), (u64, bool)>,
+    last_window: pcapsleuth_detect::StreamMap<(StreamId, usize), (u64, bool)>,
 }
 
 fn window_value(seg: &SegmentEvent) -> (u64, bool) {

@@ -18,6 +18,7 @@
 //! (-1), no reassembly of out-of-order segments, no MPTCP.
 
 use pcapsleuth_core::{FrameNo, SeqNum};
+use std::collections::VecDeque;
 
 /// `TCP_A_RETRANSMISSION`.
 pub(crate) const A_RETRANSMISSION: u16 = 0x0001;
@@ -60,6 +61,14 @@ const MAX_UNACKED_SEGMENTS: usize = 10_000;
 /// SACK blocks kept for bytes-in-flight: `MAX_TCP_SACK_RANGES` is 4 but the
 /// option parser stores a block only while its 1-based count is `< 4`.
 const MAX_SACK_KEPT: usize = 3;
+
+/// Largest span (first `seq` to last `nextseq`, bytes) of a list kept as
+/// sorted: 2^29, so together with [`SORTED_ACK_REACH`] every serial
+/// difference taken in the fast paths stays below 2^31 and orders linearly.
+const SORTED_MAX_SPAN: u32 = 1 << 29;
+/// How far (bytes) an ACK may lie outside a sorted list's span for the
+/// front-only ACK walk; farther ACKs take the full walk.
+const SORTED_ACK_REACH: i32 = 1 << 29;
 
 /// `GT_SEQ(x, y)`: `(gint32)(y - x) < 0`.
 fn gt_seq(x: u32, y: u32) -> bool {
@@ -147,7 +156,12 @@ struct Flow {
     valid_bif: bool,
     lastsegmentflags: u16,
     /// Unacked segments, oldest first (Wireshark's list is newest first).
-    segments: Vec<Unacked>,
+    segments: VecDeque<Unacked>,
+    /// Every entry of `segments` starts at or after the previous one's end
+    /// and the whole list spans less than [`SORTED_MAX_SPAN`] bytes, so the
+    /// ACK walk and bytes in flight can work on its ends only (our speed-up;
+    /// the verdicts are those of the full walk). Reset when the list empties.
+    sorted: bool,
     lastack: u32,
     lastacktime: i64,
     lastnondupack: FrameNo,
@@ -171,7 +185,8 @@ impl Default for Flow {
             is_first_ack: false,
             valid_bif: true,
             lastsegmentflags: 0,
-            segments: Vec::new(),
+            segments: VecDeque::new(),
+            sorted: true,
             lastack: 0,
             lastacktime: 0,
             lastnondupack: 0,
@@ -194,6 +209,19 @@ pub(crate) struct Machine {
     ts_mru_syn: i64,
     /// `ts_first_rtt`, ns (0 = none).
     ts_first_rtt: i64,
+    /// Tests: never use the sorted-list fast paths (reference behaviour).
+    #[cfg(test)]
+    exact_walk: bool,
+}
+
+/// Whether `ack` lies within [`SORTED_ACK_REACH`] of a sorted list's span,
+/// measured from its first `seq`.
+fn ack_in_reach(list: &VecDeque<Unacked>, ack: u32) -> bool {
+    let Some(front) = list.front() else {
+        return false;
+    };
+    let x = ack.wrapping_sub(front.seq) as i32;
+    x >= -SORTED_ACK_REACH && x <= SORTED_MAX_SPAN as i32 + SORTED_ACK_REACH
 }
 
 /// `guint64` delta of two capture times as packet-tcp.c computes it: negative
@@ -477,7 +505,7 @@ impl Machine {
                 ta.flags |= A_RETRANSMISSION;
                 ta.rto_ns = s.ts.wrapping_sub(fwd.nextseqtime);
                 ta.rto_frame = fwd.nextseqframe;
-                if let Some(eldest) = fwd.segments.first() {
+                if let Some(eldest) = fwd.segments.front() {
                     ta.rto_ns = s.ts.wrapping_sub(eldest.ts);
                     ta.rto_frame = eldest.frame;
                 }
@@ -492,12 +520,24 @@ impl Machine {
             if flags & (TH_SYN | TH_FIN) != 0 {
                 nextseq = nextseq.wrapping_add(1);
             }
-            fwd.segments.push(Unacked {
+            if fwd.sorted {
+                if let (Some(front), Some(back)) = (fwd.segments.front(), fwd.segments.back()) {
+                    // Starts at or after the previous end, and the list stays short.
+                    let after = seq.wrapping_sub(back.nextseq) as i32 >= 0;
+                    let span = nextseq.wrapping_sub(front.seq);
+                    fwd.sorted = after && span < SORTED_MAX_SPAN;
+                }
+            }
+            fwd.segments.push_back(Unacked {
                 frame: s.frame,
                 seq,
                 nextseq,
                 ts: s.ts,
             });
+            #[cfg(test)]
+            if self.exact_walk {
+                fwd.sorted = false;
+            }
         }
         let zwp = ta.flags & A_ZERO_WINDOW_PROBE != 0;
         if (gt_seq(nextseq, fwd.nextseq) || fwd.nextseq == 0) && !zwp {
@@ -517,19 +557,46 @@ impl Machine {
         // ACK flag or not, as in 4.0). Wireshark walks newest to oldest and the
         // last exact match wins, i.e. the oldest.
         let mut acked: Option<(FrameNo, i64)> = None;
-        rev.segments.retain_mut(|u| {
-            if ack == u.nextseq {
-                if acked.is_none() {
-                    acked = Some((u.frame, u.ts));
+        if rev.sorted && !rev.segments.is_empty() && ack_in_reach(&rev.segments, ack) {
+            // Sorted list, ACK within reach: every serial comparison below
+            // orders linearly, so the full walk removes a prefix (entries
+            // ending at or before `ack`), trims the entry `ack` falls inside,
+            // and leaves the rest alone. `nextseq` strictly increases, so at
+            // most one entry ends exactly at `ack`.
+            while let Some(u) = rev.segments.front_mut() {
+                let dn = ack.wrapping_sub(u.nextseq) as i32;
+                if dn >= 0 {
+                    if dn == 0 && acked.is_none() {
+                        acked = Some((u.frame, u.ts));
+                    }
+                    rev.segments.pop_front();
+                    continue;
                 }
-                return false;
+                if (ack.wrapping_sub(u.seq) as i32) > 0 {
+                    u.seq = ack;
+                }
+                break;
             }
-            if gt_seq(ack, u.seq) && le_seq(ack, u.nextseq) {
-                u.seq = ack;
-                return true;
-            }
-            gt_seq(u.nextseq, ack)
-        });
+        } else {
+            rev.segments.retain_mut(|u| {
+                if ack == u.nextseq {
+                    if acked.is_none() {
+                        acked = Some((u.frame, u.ts));
+                    }
+                    return false;
+                }
+                if gt_seq(ack, u.seq) && le_seq(ack, u.nextseq) {
+                    u.seq = ack;
+                    return true;
+                }
+                gt_seq(u.nextseq, ack)
+            });
+            // An ACK out of reach may trim entries to odd spans.
+            rev.sorted = false;
+        }
+        if rev.segments.is_empty() {
+            rev.sorted = true;
+        }
         if let Some((frame, ts)) = acked {
             ta.frame_acked = frame;
             ta.ack_rtt_ns = s.ts.wrapping_sub(ts);
@@ -537,19 +604,28 @@ impl Machine {
 
         // Bytes in flight (payload-based method).
         if seglen != 0 && fwd.valid_bif {
-            if let Some(newest) = fwd.segments.last() {
+            if let Some(newest) = fwd.segments.back() {
                 let base = fwd.base_seq;
-                let mut first = newest.seq.wrapping_sub(base);
-                let mut last = newest.nextseq.wrapping_sub(base);
-                for u in &fwd.segments {
-                    // Offsets from base_seq, compared unsigned as in C.
-                    let n = u.nextseq.wrapping_sub(base);
-                    let b = u.seq.wrapping_sub(base);
-                    if n > last {
-                        last = n;
-                    }
-                    if b < first {
-                        first = b;
+                let front = fwd.segments.front().unwrap_or(newest);
+                let lo = front.seq.wrapping_sub(base);
+                let span = newest.nextseq.wrapping_sub(front.seq);
+                let (mut first, mut last) = (lo, newest.nextseq.wrapping_sub(base));
+                // Sorted and not wrapping past base_seq: offsets increase
+                // along the list, so its ends are the minimum and maximum.
+                let ends_suffice = fwd.sorted && lo.checked_add(span).is_some();
+                if !ends_suffice {
+                    first = newest.seq.wrapping_sub(base);
+                    last = newest.nextseq.wrapping_sub(base);
+                    for u in &fwd.segments {
+                        // Offsets from base_seq, compared unsigned as in C.
+                        let n = u.nextseq.wrapping_sub(base);
+                        let b = u.seq.wrapping_sub(base);
+                        if n > last {
+                            last = n;
+                        }
+                        if b < first {
+                            first = b;
+                        }
                     }
                 }
                 let mut in_flight = last.wrapping_sub(first);
@@ -567,5 +643,104 @@ impl Machine {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use super::*;
+
+    /// xorshift64: deterministic pseudo-random stream.
+    fn next(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    /// Feed one pseudo-random conversation (in-order data, losses,
+    /// retransmissions, partial and stale ACKs, wild ACKs, SACK, sequence
+    /// wrap) to a machine with the sorted-list fast paths and to one without;
+    /// every verdict must be identical.
+    fn run(seed: u64, isn: u32) -> usize {
+        let mut fast = Machine::default();
+        let mut slow = Machine {
+            exact_walk: true,
+            ..Machine::default()
+        };
+        let mut rng = seed;
+        let mut snd = isn;
+        let mut acked = isn;
+        let mut differing_bif = 0usize;
+        for frame in 1..4000u64 {
+            let r = next(&mut rng);
+            let ts = frame as i64 * 1_000_000;
+            let mut seg = RawSeg {
+                frame,
+                ts,
+                dir: 0,
+                seq: snd,
+                ack: 7,
+                flags: TH_ACK,
+                window: 100,
+                seglen: 0,
+                wscale: None,
+                sack: [(0, 0); 4],
+                sack_len: 0,
+                new_stream_on_syn: false,
+                linux_zwp: false,
+            };
+            match r % 10 {
+                0..=4 => {
+                    let len = 1 + (r >> 8) as u32 % 1460;
+                    seg.seglen = len;
+                    if r >> 40 & 7 == 0 {
+                        // lost: skip ahead, nothing sent for this range
+                        snd = snd.wrapping_add(len);
+                        seg.seq = snd;
+                    }
+                    snd = snd.wrapping_add(len);
+                }
+                5 => {
+                    // retransmission of something between acked and snd
+                    let span = snd.wrapping_sub(acked).max(1);
+                    seg.seq = acked.wrapping_add((r >> 8) as u32 % span);
+                    seg.seglen = 1 + (r >> 32) as u32 % 1460;
+                }
+                6..=8 => {
+                    seg.dir = 1;
+                    seg.seq = 7;
+                    let span = snd.wrapping_sub(acked).max(1);
+                    acked = acked.wrapping_add((r >> 8) as u32 % span.saturating_add(1));
+                    seg.ack = if r >> 50 & 15 == 0 { isn } else { acked };
+                    if r >> 45 & 3 == 0 {
+                        seg.sack = [(acked.wrapping_add(10), acked.wrapping_add(500)); 4];
+                        seg.sack_len = 1;
+                    }
+                }
+                _ => {
+                    seg.dir = 1;
+                    seg.seq = 7;
+                    seg.ack = (r >> 16) as u32; // wild ACK
+                }
+            }
+            let a = fast.on_segment(&seg);
+            let b = slow.on_segment(&seg);
+            assert_eq!(a, b, "seed {seed} isn {isn} frame {frame} seg {seg:?}");
+            differing_bif += usize::from(a.bytes_in_flight != 0);
+        }
+        differing_bif
+    }
+
+    #[test]
+    fn fast_paths_match_full_walk() {
+        let mut with_bif = 0;
+        for (i, isn) in [0u32, 1_000, u32::MAX - 50_000, 1 << 31].iter().enumerate() {
+            for seed in 1..6u64 {
+                with_bif += run(seed * 7919 + i as u64, *isn);
+            }
+        }
+        // The comparison covered real bytes-in-flight values.
+        assert!(with_bif > 1000, "{with_bif}");
     }
 }
