@@ -46,7 +46,7 @@ const RETRY_GAP_NS: i64 = 100_000_000;
 /// Repeats closer than this (ns) are the same packet seen twice (two taps/VLANs).
 const DUP_GAP_NS: i64 = 1_000_000;
 /// The INDEX lists about 90 `syn-retrans` rows; at least this many must be checked.
-const MIN_ROWS: usize = 60;
+const MIN_ROWS: usize = 85;
 /// Detector id under test.
 const DETECTOR: &str = "syn-retransmit";
 

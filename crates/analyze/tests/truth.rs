@@ -242,7 +242,12 @@ fn truth_files(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
 fn ground_truth() {
     let mut pairs = Vec::new();
     match pcapsleuth_testkit::shared_dir() {
-        Some(shared) => pairs.extend(truth_files(&shared.join("lab"))),
+        Some(shared) => {
+            let lab = truth_files(&shared.join("lab"));
+            // ../shared/lab holds 10 truth files; losing them must not pass quietly.
+            assert!(lab.len() >= 10, "only {} lab truth files found", lab.len());
+            pairs.extend(lab);
+        }
         None => {
             assert!(
                 !pcapsleuth_testkit::in_ci(),
@@ -251,7 +256,13 @@ fn ground_truth() {
             println!("SKIP: ../shared absent: lab truth not checked");
         }
     }
-    pairs.extend(truth_files(&pcapsleuth_testkit::fixtures_dir()));
+    let fixtures = truth_files(&pcapsleuth_testkit::fixtures_dir());
+    assert!(
+        fixtures.len() >= 9,
+        "only {} fixture truth files found",
+        fixtures.len()
+    );
+    pairs.extend(fixtures);
     if pairs.is_empty() {
         println!("SKIP: no truth files found");
         return;

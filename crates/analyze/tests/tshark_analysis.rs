@@ -334,7 +334,7 @@ fn tcp_analysis_matches_tshark() {
     let Some(shared) = shared_with_tshark() else {
         return;
     };
-    let files = corpus_captures(&shared, 100);
+    let files = corpus_captures(&shared, 360);
     let rels: Vec<String> = files
         .iter()
         .filter_map(|p| p.strip_prefix(&shared).ok())

@@ -171,7 +171,7 @@ fn tcp_stream_matches_tshark() {
     let Some(shared) = shared_with_tshark() else {
         return;
     };
-    let mut files = corpus_captures(&shared, 100);
+    let mut files = corpus_captures(&shared, 360);
     // Biggest first so the long ones overlap with the many small ones.
     files.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)));
 

@@ -1,41 +1,7 @@
 //! Expanding command-line inputs into capture paths.
 
-use std::path::{Path, PathBuf};
-
-/// Whether a file name looks like a capture: `*.pcap`, `*.pcapng`, `*.cap`,
-/// each optionally followed by `.gz` (case-insensitive).
-pub fn is_capture_name(p: &Path) -> bool {
-    let name = p
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
-    name.ends_with(".pcap") || name.ends_with(".pcapng") || name.ends_with(".cap")
-}
-
-/// Every capture file below `dir` (recursive), sorted by path. Symbolic links
-/// to files are followed; symbolic links to directories are not (no loops).
-fn captures_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let Ok(ft) = e.file_type() else { continue };
-            if ft.is_dir() {
-                stack.push(p);
-            } else if is_capture_name(&p) && (ft.is_file() || p.is_file()) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
+use pcapsleuth_ingest::capture_files_under;
+use std::path::PathBuf;
 
 /// Expand inputs in order: a directory becomes its capture files (sorted), `-`
 /// stays `-` (stdin), anything else is kept as given (a missing or unreadable
@@ -46,7 +12,7 @@ pub fn expand(inputs: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut empty = Vec::new();
     for i in inputs {
         if i.as_os_str() != "-" && i.is_dir() {
-            let found = captures_under(i);
+            let found = capture_files_under(i);
             if found.is_empty() {
                 empty.push(i.clone());
             }
@@ -61,16 +27,6 @@ pub fn expand(inputs: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn capture_names() {
-        for ok in ["a.pcap", "B.PCAPNG", "x.cap", "y.pcap.gz", "z.pcapng.GZ"] {
-            assert!(is_capture_name(Path::new(ok)), "{ok}");
-        }
-        for no in ["a.txt", "pcap", "a.gz", "a.pcap.json", "a.truth.json"] {
-            assert!(!is_capture_name(Path::new(no)), "{no}");
-        }
-    }
 
     #[test]
     fn directories_expand_sorted_and_recursive() {

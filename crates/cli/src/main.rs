@@ -481,9 +481,6 @@ fn plural(n: u64) -> &'static str {
 
 /// The `check` line for one capture, and whether it fails the threshold.
 fn check_line(c: &CaptureReport, threshold: Severity) -> (String, bool) {
-    if let Some(e) = &c.error {
-        return (format!("{}: ERROR: {e}", c.path), false);
-    }
     let count = |s: Severity| c.findings.iter().filter(|f| f.severity == s).count();
     let failing: Vec<&str> = {
         let mut ids: Vec<&str> = c
@@ -504,12 +501,19 @@ fn check_line(c: &CaptureReport, threshold: Severity) -> (String, bool) {
         count(Severity::Warning),
         count(Severity::Info)
     );
+    // A read error does not discard what was analysed before it: the line
+    // says ERROR (exit 2 wins) but still counts and names the findings.
+    let verdict = match (&c.error, failing.is_empty()) {
+        (Some(e), _) => format!("ERROR: {e}; {counts}"),
+        (None, true) => format!("ok: {counts}"),
+        (None, false) => format!("FAIL: {counts}"),
+    };
     if failing.is_empty() {
-        (format!("{}: ok: {counts}", c.path), false)
+        (format!("{}: {verdict}", c.path), false)
     } else {
         (
             format!(
-                "{}: FAIL: {counts}; at or above {}: {}",
+                "{}: {verdict}; at or above {}: {}",
                 c.path,
                 threshold.as_str(),
                 failing.join(", ")
@@ -827,7 +831,11 @@ mod tests {
         c.error = Some("boom".into());
         assert_eq!(
             check_line(&c, Severity::Info),
-            ("a.pcap: ERROR: boom".into(), false)
+            (
+                "a.pcap: ERROR: boom; 1 finding (0 error, 1 warning, 0 info); at or above info: zero-window"
+                    .into(),
+                true
+            )
         );
     }
 }

@@ -140,7 +140,7 @@ pub struct SackBlocks {
 impl SackBlocks {
     /// The valid blocks.
     pub fn as_slice(&self) -> &[(SeqNum, SeqNum)] {
-        &self.blocks[..self.len as usize]
+        &self.blocks[..usize::from(self.len).min(self.blocks.len())]
     }
 }
 
@@ -305,4 +305,19 @@ pub struct DecodeStop {
     pub offset: u32,
     /// Why.
     pub reason: StopReason,
+}
+
+#[cfg(test)]
+mod sack_tests {
+    use super::*;
+
+    /// `len` is a public field: a caller-built value above 4 must not panic.
+    #[test]
+    fn as_slice_clamps_a_bogus_len() {
+        let s = SackBlocks {
+            blocks: [(SeqNum(1), SeqNum(2)); 4],
+            len: 9,
+        };
+        assert_eq!(s.as_slice().len(), 4);
+    }
 }

@@ -150,7 +150,7 @@ pub fn collect_series(path: &Path, streams: &[u64]) -> Result<Vec<FlowSeries>, S
             ts: frame.ts,
             interface: frame.interface,
         };
-        let decoded = decoder.decode(frame.linktype.0, frame.data);
+        let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
         events.clear();
         table.on_packet(&meta, &decoded, &mut events);
         for ev in &events {

@@ -32,11 +32,13 @@
 //! nanosecond range (year 2262) saturate; link-layer pseudo-headers (SunATM,
 //! …) stay in [`Frame::data`], where Wireshark strips them from `frame.len`.
 
+mod discover;
 mod format;
 mod legacy;
 mod pcapng;
 mod reader;
 
+pub use discover::{capture_files_under, is_capture_file_name};
 pub use pcapng::{ng_timestamp_ns, tsresol_units};
 pub use reader::CaptureReader;
 

@@ -46,36 +46,15 @@ pub fn in_ci() -> bool {
     std::env::var_os("CI").is_some()
 }
 
-/// Every capture file (`.pcap`, `.pcapng`, `.cap`, optionally `.gz`) below `dir`, sorted.
+/// Every capture file below `dir`, sorted: the same rule as the CLI's
+/// directory inputs ([`pcapsleuth_ingest::capture_files_under`]).
 pub fn captures_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if is_capture_name(&p) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
+    pcapsleuth_ingest::capture_files_under(dir)
 }
 
-/// Whether a file name looks like a capture (`*.pcap`, `*.pcapng`, `*.cap`, each optionally `.gz`).
+/// Whether a file name looks like a capture ([`pcapsleuth_ingest::is_capture_file_name`]).
 pub fn is_capture_name(p: &Path) -> bool {
-    let name = p
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    let name = name.strip_suffix(".gz").unwrap_or(&name);
-    name.ends_with(".pcap") || name.ends_with(".pcapng") || name.ends_with(".cap")
+    pcapsleuth_ingest::is_capture_file_name(p)
 }
 
 /// Run tshark with `args` on `file`, returning stdout lines (stderr ignored).

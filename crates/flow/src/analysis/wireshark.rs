@@ -503,10 +503,10 @@ impl Machine {
             }
             if seq_not_advanced {
                 ta.flags |= A_RETRANSMISSION;
-                ta.rto_ns = s.ts.wrapping_sub(fwd.nextseqtime);
+                ta.rto_ns = s.ts.saturating_sub(fwd.nextseqtime);
                 ta.rto_frame = fwd.nextseqframe;
                 if let Some(eldest) = fwd.segments.front() {
-                    ta.rto_ns = s.ts.wrapping_sub(eldest.ts);
+                    ta.rto_ns = s.ts.saturating_sub(eldest.ts);
                     ta.rto_frame = eldest.frame;
                 }
             }
