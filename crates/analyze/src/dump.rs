@@ -1,36 +1,35 @@
 //! Per-frame dumps of the flow table's verdicts: the hooks the Wireshark
 //! parity tests compare against tshark (`tcp.stream`, `tcp.analysis.*`).
 
-use pcapsleuth_decode::Decoder;
-use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowTable, PacketFlowInfo, PacketMeta};
-use pcapsleuth_ingest::{CaptureReader, IngestError};
+use crate::pipeline::{observe_path, PacketObserver};
+use pcapsleuth_detect::PacketContext;
+use pcapsleuth_flow::{FlowEvent, PacketFlowInfo};
+use pcapsleuth_ingest::IngestError;
 use std::path::Path;
 
-/// Feed every frame of `path` through the decoder and a default [`FlowTable`],
-/// calling `visit(frame number, the packet's flow info, the events it emitted)`.
+/// Adapts a closure to [`PacketObserver`].
+struct Each<F>(F);
+
+impl<F: FnMut(u64, PacketFlowInfo, &[FlowEvent])> PacketObserver for Each<F> {
+    fn packet(&mut self, pkt: &PacketContext<'_>, events: &[FlowEvent]) {
+        (self.0)(pkt.meta.frame, pkt.flow, events);
+    }
+}
+
+/// Feed every frame of `path` through the pipeline (no detectors, default
+/// flow configuration), calling `visit(frame number, the packet's flow info,
+/// the events it emitted)`.
 ///
 /// # Errors
 /// When the file cannot be opened or a frame cannot be read.
 fn each_packet(
     path: &Path,
-    mut visit: impl FnMut(u64, PacketFlowInfo, &[FlowEvent]),
+    visit: impl FnMut(u64, PacketFlowInfo, &[FlowEvent]),
 ) -> Result<(), IngestError> {
-    let mut reader = CaptureReader::open(path)?;
-    let mut decoder = Decoder::new();
-    let mut flows = FlowTable::new(FlowConfig::default());
-    let mut events = Vec::new();
-    while let Some(frame) = reader.next_frame()? {
-        let meta = PacketMeta {
-            frame: frame.number,
-            ts: frame.ts,
-            interface: frame.interface,
-        };
-        let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
-        events.clear();
-        let info = flows.on_packet(&meta, &decoded, &mut events);
-        visit(frame.number, info, &events);
+    match observe_path(path, Vec::new(), &mut Each(visit))? {
+        (_, Some(e)) => Err(e),
+        (_, None) => Ok(()),
     }
-    Ok(())
 }
 
 /// For every frame of a capture, its `tcp.stream` (if any): the comparison
@@ -40,7 +39,50 @@ fn each_packet(
 /// When the file cannot be opened or a frame cannot be read.
 pub fn dump_streams(path: &Path) -> Result<Vec<(u64, Option<u64>)>, IngestError> {
     let mut out = Vec::new();
-    each_packet(path, |frame, info, _| out.push((frame, info.stream)))?;
+    each_stream(path, |frame, stream| out.push((frame, stream)))?;
+    Ok(out)
+}
+
+/// [`dump_streams`] streamed: `visit(frame number, tcp.stream)` for every
+/// frame as it is read, so a caller can show what was read before a read
+/// error (returned after the last frame read).
+///
+/// # Errors
+/// When the file cannot be opened or a frame cannot be read (`visit` has
+/// then seen every frame before it).
+pub fn each_stream(path: &Path, mut visit: impl FnMut(u64, Option<u64>)) -> Result<(), IngestError> {
+    each_packet(path, |frame, info, _| visit(frame, info.stream))
+}
+
+/// The conversation ids of one frame, as [`dump_stream_ids`] reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamIds {
+    /// Wireshark `frame.number`.
+    pub frame: pcapsleuth_core::FrameNo,
+    /// `tcp.stream` (innermost TCP header, or the TCP header an ICMP error quotes).
+    pub tcp: Option<pcapsleuth_core::StreamId>,
+    /// `udp.stream` (innermost UDP header, or the UDP header an ICMP error quotes).
+    pub udp: Option<pcapsleuth_core::StreamId>,
+    /// `udp.stream` of a UDP tunnel's outer header, which tshark prints
+    /// before `udp` ("outer,inner"; `PacketFlowInfo::outer_udp_stream`).
+    pub outer_udp: Option<pcapsleuth_core::StreamId>,
+}
+
+/// For every frame of a capture, its `tcp.stream` and `udp.stream` (if any):
+/// the comparison hook for the tshark stream parity test.
+///
+/// # Errors
+/// When the file cannot be opened or a frame cannot be read.
+pub fn dump_stream_ids(path: &Path) -> Result<Vec<StreamIds>, IngestError> {
+    let mut out = Vec::new();
+    each_packet(path, |frame, info, _| {
+        out.push(StreamIds {
+            frame,
+            tcp: info.stream,
+            udp: info.udp_stream,
+            outer_udp: info.outer_udp_stream,
+        });
+    })?;
     Ok(out)
 }
 

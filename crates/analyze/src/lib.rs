@@ -1,28 +1,45 @@
 //! The pipeline: ingest → decode → flow state → detectors, producing a
-//! [`CaptureReport`]. [`analyze_many`] runs captures in parallel with rayon and
-//! returns them in input order, so output never depends on the thread count.
+//! [`CaptureReport`].
+//!
+//! - [`pipeline`]: the one driver ([`Pipeline`]) every consumer of decoded
+//!   packets and flow events uses (analysis, `--merge`, the parity dumps, the
+//!   HTML graphs), with a [`PacketObserver`] hook per packet;
+//! - [`analyze_path`] / [`analyze_merged`]: one capture or a merged set to a
+//!   [`CaptureReport`];
+//! - [`runner`]: the ordered parallel runner ([`analyze_inputs`]) — reports
+//!   in input order, byte-identical whatever the thread count;
+//! - [`registry`]: the detectors, found by id or alias ([`find_detector`]).
 
 pub mod dump;
+pub mod ledger;
 pub mod merge;
+pub mod pipeline;
 pub mod registry;
+pub mod runner;
 
-use pcapsleuth_core::finding::sort_findings;
-use pcapsleuth_decode::Decoder;
-use pcapsleuth_detect::{FinishContext, PacketContext};
-use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowTable, PacketMeta};
+use pcapsleuth_flow::FlowConfig;
 use pcapsleuth_ingest::CaptureReader;
-use pcapsleuth_report::{CaptureReport, InterfaceReport};
+use pcapsleuth_report::{
+    CaptureReport, FlowReport, InterfaceReport, WarningKindReport, WarningReport,
+};
 use std::path::{Path, PathBuf};
 
-pub use dump::dump_streams;
+pub use dump::{dump_streams, each_stream};
 pub use dump::{dump_analysis, AnalysisRow};
 pub use merge::analyze_merged;
-pub use registry::{all_detectors, detector_infos};
+pub use pcapsleuth_detect::{
+    CaptureSpan, DetectorInfo, FinishContext, InterfaceContext, PacketContext,
+};
+pub use ledger::LedgerObserver;
+pub use pipeline::{drive, observe_path, PacketObserver, Pipeline, PipelineOutput};
+pub use registry::{all_detectors, detector_infos, find_detector};
+pub use runner::{analyze_inputs, RunError, RunOptions};
 
 /// Options for one analysis run.
 #[derive(Debug, Clone, Default)]
 pub struct AnalyzeOptions {
-    /// Fill [`CaptureReport::flows`] with per-flow summaries.
+    /// Fill [`CaptureReport::flows`] with per-flow summaries and their
+    /// stall ledger ([`LedgerObserver`]).
     pub with_flows: bool,
     /// Flow-table limits.
     pub flow_config: FlowConfig,
@@ -61,6 +78,7 @@ pub(crate) fn empty_report(path: &Path) -> CaptureReport {
         tcp_streams: 0,
         warnings: Vec::new(),
         error: None,
+        incomplete: None,
         findings: Vec::new(),
         flows: Vec::new(),
         sources: Vec::new(),
@@ -69,25 +87,82 @@ pub(crate) fn empty_report(path: &Path) -> CaptureReport {
 
 fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureReport) {
     report.format = Some(format_name(reader.format()));
-    let mut pipe = Pipeline::new(opts);
-    loop {
-        let frame = match reader.next_frame() {
-            Ok(Some(f)) => f,
-            Ok(None) => break,
-            Err(e) => {
-                report.error = Some(e.to_string());
-                break;
-            }
-        };
-        pipe.push(report, &frame);
-    }
-    pipe.finish(opts, report);
+    let mut pipe = Pipeline::new(opts.flow_config);
+    let mut ledger = LedgerObserver::new(opts.with_flows);
+    report.error = drive(&mut reader, &mut pipe, &mut ledger).map(|e| e.to_string());
+    let out = pipe.finish(reader.interfaces(), &mut ledger);
+    let out_caps = unacked_capped_streams(&out.flows);
+    fill_report(report, out, opts, ledger.finish());
     // Wireshark numbers some non-packet pcapng blocks (custom, journal) as
     // frames; the reader counts them, so the total is right even when the
     // file ends with one.
     report.packets = reader.frame_count();
     report.interfaces = reader.interfaces().iter().map(interface_report).collect();
-    report.warnings = reader.warnings().to_vec();
+    report.warnings = reader.warnings().iter().map(WarningReport::from).collect();
+    if report.error.is_none() {
+        report.incomplete = reader.stop_warning().map(WarningReport::from);
+    }
+    report.warnings.extend(unacked_cap_warning(&out_caps, opts));
+}
+
+/// The capture warning `analyze` gives when the unacknowledged-segment cap
+/// ([`FlowConfig::max_unacked_segments`]) was hit in some flows (`flows`
+/// shows it per flow as `unacked_capped`): their retransmission and loss
+/// analysis is incomplete. `capped` are those flows' `tcp.stream`s.
+pub(crate) fn unacked_cap_warning(capped: &[u64], opts: &AnalyzeOptions) -> Option<WarningReport> {
+    const SHOWN: usize = 10;
+    capped.first()?;
+    let mut list: Vec<String> = capped.iter().take(SHOWN).map(u64::to_string).collect();
+    if capped.len() > SHOWN {
+        list.push(format!("… {} more", capped.len() - SHOWN));
+    }
+    Some(WarningReport {
+        kind: WarningKindReport::UnackedSegmentCap,
+        offset: 0,
+        frame: None,
+        message: format!(
+            "the unacknowledged-segment cap ({} per direction) was hit in {} flow{} (tcp.stream {}): segments past the cap were not tracked, so retransmission and loss analysis of {} is incomplete",
+            opts.flow_config.max_unacked_segments,
+            capped.len(),
+            if capped.len() == 1 { "" } else { "s" },
+            list.join(", "),
+            if capped.len() == 1 { "that flow" } else { "those flows" },
+        ),
+    })
+}
+
+/// The `tcp.stream`s of the flows whose unacknowledged-segment list hit its cap.
+pub(crate) fn unacked_capped_streams(flows: &[pcapsleuth_flow::FlowSummary]) -> Vec<u64> {
+    flows
+        .iter()
+        .filter(|f| f.unacked_capped)
+        .map(|f| f.tcp_stream)
+        .collect()
+}
+
+/// Copy the pipeline's output into the report: span, frame count (the last
+/// frame number; callers that know better overwrite it), findings,
+/// `tcp_streams` and, with [`AnalyzeOptions::with_flows`], `flows` with
+/// their stall ledger (`ledger`, from a [`LedgerObserver`]).
+pub(crate) fn fill_report(
+    report: &mut CaptureReport,
+    out: PipelineOutput,
+    opts: &AnalyzeOptions,
+    ledger: Option<pcapsleuth_ledger::LedgerReport>,
+) {
+    if let Some(span) = out.span {
+        report.first_ts_ns = span.first.0;
+        report.last_ts_ns = span.last.0;
+    }
+    report.packets = out.last_frame;
+    report.findings = out.findings;
+    report.tcp_streams = out.tcp_streams;
+    if opts.with_flows {
+        report.flows = out.flows.iter().map(FlowReport::from).collect();
+        if let Some(l) = ledger {
+            ledger::attach(&mut report.flows, l);
+        }
+    }
 }
 
 /// `"pcap"` / `"pcapng"`, as in [`CaptureReport::format`].
@@ -104,90 +179,5 @@ pub(crate) fn interface_report(i: &pcapsleuth_ingest::InterfaceInfo) -> Interfac
         id: i.id,
         name: i.name.clone(),
         linktype: i.linktype.name(),
-    }
-}
-
-/// The per-frame pipeline (decode → flow table → detectors), fed one frame at
-/// a time in capture order, so a single file ([`analyze_path`]) and a merged
-/// set ([`merge::analyze_merged`]) share it.
-pub(crate) struct Pipeline {
-    decoder: Decoder,
-    flows: FlowTable,
-    detectors: Vec<Box<dyn pcapsleuth_detect::Detector>>,
-    ctx: FinishContext,
-    events: Vec<FlowEvent>,
-    first: bool,
-}
-
-impl Pipeline {
-    pub(crate) fn new(opts: &AnalyzeOptions) -> Pipeline {
-        Pipeline {
-            decoder: Decoder::new(),
-            flows: FlowTable::new(opts.flow_config),
-            detectors: all_detectors(),
-            ctx: FinishContext::default(),
-            events: Vec::with_capacity(16),
-            first: true,
-        }
-    }
-
-    /// Feed one frame; updates `packets`, `first_ts_ns` and `last_ts_ns`.
-    pub(crate) fn push(
-        &mut self,
-        report: &mut CaptureReport,
-        frame: &pcapsleuth_ingest::Frame<'_>,
-    ) {
-        if self.first {
-            report.first_ts_ns = frame.ts.0;
-            self.first = false;
-        }
-        report.last_ts_ns = frame.ts.0;
-        report.packets = frame.number;
-        let meta = PacketMeta {
-            frame: frame.number,
-            ts: frame.ts,
-            interface: frame.interface,
-        };
-        let decoded = self
-            .decoder
-            .decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
-        self.events.clear();
-        let info = self.flows.on_packet(&meta, &decoded, &mut self.events);
-        for ev in &self.events {
-            if let FlowEvent::FlowStarted(s) = ev {
-                self.ctx.streams.insert(s.stream, (s.client, s.server));
-            }
-            for d in self.detectors.iter_mut() {
-                d.on_flow_event(ev);
-            }
-        }
-        let pkt = PacketContext {
-            meta,
-            decoded: &decoded,
-            flow: info,
-        };
-        for d in self.detectors.iter_mut() {
-            d.on_packet(&pkt);
-        }
-    }
-
-    /// End of input: flush flows and detectors; fills `findings` (sorted),
-    /// `tcp_streams` and, with [`AnalyzeOptions::with_flows`], `flows`.
-    pub(crate) fn finish(mut self, opts: &AnalyzeOptions, report: &mut CaptureReport) {
-        self.events.clear();
-        self.flows.finish(&mut self.events);
-        for ev in &self.events {
-            for d in self.detectors.iter_mut() {
-                d.on_flow_event(ev);
-            }
-        }
-        for d in self.detectors.iter_mut() {
-            report.findings.extend(d.finish(&self.ctx));
-        }
-        sort_findings(&mut report.findings);
-        report.tcp_streams = self.flows.stream_count();
-        if opts.with_flows {
-            report.flows = self.flows.summaries();
-        }
     }
 }

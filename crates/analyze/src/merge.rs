@@ -30,11 +30,14 @@
 //! right before the next packet of their file; `if_tsoffset` is applied here
 //! before comparing times.
 
-use crate::{empty_report, format_name, interface_report, AnalyzeOptions, Pipeline};
+use crate::pipeline::Pipeline;
+use crate::{
+    empty_report, fill_report, format_name, interface_report, AnalyzeOptions, LedgerObserver,
+};
 use pcapsleuth_core::finding::SourceFrame;
 use pcapsleuth_core::{FrameNo, InterfaceId, Timestamp};
-use pcapsleuth_ingest::{CaptureReader, Frame, LinkType};
-use pcapsleuth_report::{CaptureReport, InterfaceReport, SourceReport};
+use pcapsleuth_ingest::{CaptureReader, Frame, InterfaceInfo, LinkType};
+use pcapsleuth_report::{CaptureReport, InterfaceReport, SourceReport, WarningReport};
 use std::path::{Path, PathBuf};
 
 /// A copy of one file's next frame.
@@ -55,6 +58,8 @@ struct Source {
     head: Head,
     has_head: bool,
     error: Option<String>,
+    /// Opening it failed for lack of file descriptors (EMFILE/ENFILE).
+    no_descriptor: bool,
     /// Local interface id → merged id.
     iface_map: Vec<Option<InterfaceId>>,
     /// Source frame number of the last frame emitted from this file.
@@ -128,9 +133,14 @@ impl MergeReader {
         let mut sources: Vec<Source> = paths
             .iter()
             .map(|p| {
-                let (reader, error) = match CaptureReader::open(p) {
-                    Ok(r) => (Some(r), None),
-                    Err(e) => (None, Some(e.to_string())),
+                let (reader, error, no_descriptor) = match CaptureReader::open(p) {
+                    Ok(r) => (Some(r), None, false),
+                    Err(e) => {
+                        // EMFILE (24) / ENFILE (23): out of descriptors.
+                        let fds = matches!(&e, pcapsleuth_ingest::IngestError::Io { source, .. }
+                            if matches!(source.raw_os_error(), Some(23 | 24)));
+                        (None, Some(e.to_string()), fds)
+                    }
                 };
                 Source {
                     path: p.clone(),
@@ -145,6 +155,7 @@ impl MergeReader {
                     },
                     has_head: false,
                     error,
+                    no_descriptor,
                     iface_map: Vec::new(),
                     last_number: 0,
                 }
@@ -266,6 +277,21 @@ impl MergeReader {
         Some((r.file, r.src_start + (merged - r.merged_start)))
     }
 
+    /// When some files could not be opened because the process or system ran
+    /// out of file descriptors (`EMFILE`/`ENFILE`: the set holds every file
+    /// open at once), the error for the whole set: merging the others would
+    /// silently cover a subset.
+    pub fn out_of_descriptors(&self) -> Option<String> {
+        let failed = self.sources.iter().filter(|s| s.no_descriptor).count();
+        (failed > 0).then(|| {
+            format!(
+                "--merge holds every input open at once, and {failed} of {} inputs could not be opened for lack of file descriptors (too many open files); nothing was analysed: raise the limit (`ulimit -n`, at least {} here) or merge fewer files",
+                self.sources.len(),
+                self.sources.len() + 16
+            )
+        })
+    }
+
     /// Errors so far, one per file that could not be opened or read to the end
     /// (each message names its file).
     pub fn errors(&self) -> Vec<String> {
@@ -275,23 +301,42 @@ impl MergeReader {
             .collect()
     }
 
+    /// File `i`'s interfaces, with their merged ids.
+    fn file_interfaces(&mut self, i: usize) -> Vec<InterfaceInfo> {
+        let locals: Vec<InterfaceInfo> = self
+            .sources
+            .get(i)
+            .and_then(|s| s.reader.as_ref())
+            .map(|r| r.interfaces().to_vec())
+            .unwrap_or_default();
+        locals
+            .into_iter()
+            .map(|mut info| {
+                info.id = self.merged_iface(i, info.id);
+                info
+            })
+            .collect()
+    }
+
+    /// Every file's interfaces with their merged ids, in merged id order.
+    /// Call after the last frame.
+    pub fn interfaces(&mut self) -> Vec<InterfaceInfo> {
+        let mut out: Vec<InterfaceInfo> = (0..self.sources.len())
+            .flat_map(|i| self.file_interfaces(i))
+            .collect();
+        out.sort_by_key(|i| i.id);
+        out
+    }
+
     /// Per-file facts for the report: format, frame count, interfaces (with
     /// merged ids), warnings and error. Call after the last frame.
     pub fn source_reports(&mut self) -> Vec<SourceReport> {
         let mut out = Vec::with_capacity(self.sources.len());
         for i in 0..self.sources.len() {
-            let locals: Vec<InterfaceReport> = self
-                .sources
-                .get(i)
-                .and_then(|s| s.reader.as_ref())
-                .map(|r| r.interfaces().iter().map(interface_report).collect())
-                .unwrap_or_default();
-            let interfaces = locals
-                .into_iter()
-                .map(|mut ir| {
-                    ir.id = self.merged_iface(i, ir.id);
-                    ir
-                })
+            let interfaces = self
+                .file_interfaces(i)
+                .iter()
+                .map(interface_report)
                 .collect();
             let Some(s) = self.sources.get(i) else {
                 continue;
@@ -304,9 +349,13 @@ impl MergeReader {
                 warnings: s
                     .reader
                     .as_ref()
-                    .map(|r| r.warnings().to_vec())
+                    .map(|r| r.warnings().iter().map(WarningReport::from).collect())
                     .unwrap_or_default(),
                 error: s.error.clone(),
+                incomplete: match (&s.error, &s.reader) {
+                    (None, Some(r)) => r.stop_warning().map(WarningReport::from),
+                    _ => None,
+                },
             });
         }
         out
@@ -337,11 +386,19 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
     let mut report = empty_report(Path::new(""));
     report.path = merged_path(paths);
     let mut merge = MergeReader::open(paths);
-    let mut pipe = Pipeline::new(opts);
-    while let Some(mf) = merge.next_frame() {
-        pipe.push(&mut report, &mf.frame);
+    if let Some(e) = merge.out_of_descriptors() {
+        // Merging a subset would be silently wrong: refuse the whole set.
+        report.error = Some(e);
+        report.sources = merge.source_reports();
+        return report;
     }
-    pipe.finish(opts, &mut report);
+    let mut pipe = Pipeline::new(opts.flow_config);
+    let mut ledger = LedgerObserver::new(opts.with_flows);
+    while let Some(mf) = merge.next_frame() {
+        pipe.push(&mf.frame, &mut ledger);
+    }
+    let out = pipe.finish(&merge.interfaces(), &mut ledger);
+    fill_report(&mut report, out, opts, ledger.finish());
     for f in &mut report.findings {
         f.source_frames = f
             .frames
@@ -363,6 +420,12 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
     if sources.iter().any(|s| s.format.is_some()) {
         report.format = Some("pcapng".to_string());
     }
+    report.incomplete = sources.iter().find_map(|s| {
+        s.incomplete.clone().map(|mut w| {
+            w.message = format!("{}: {}", s.path, w.message);
+            w
+        })
+    });
     let mut interfaces: Vec<InterfaceReport> = sources
         .iter()
         .flat_map(|s| s.interfaces.iter().cloned())

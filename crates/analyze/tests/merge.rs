@@ -6,6 +6,7 @@
 use pcapsleuth_analyze::merge::MergeReader;
 use pcapsleuth_analyze::{analyze_merged, analyze_path, AnalyzeOptions};
 use pcapsleuth_ingest::CaptureReader;
+use pcapsleuth_testkit::capture::Pcap;
 use pcapsleuth_testkit::{in_ci, shared_dir, tshark, tshark_lines};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -52,23 +53,13 @@ fn mergecap(out: &Path, inputs: &[PathBuf]) {
 
 /// Legacy pcap (ns, Ethernet): one 14-byte frame per (ts ns, tag in byte 0).
 fn pcap(frames: &[(i64, u8)]) -> Vec<u8> {
-    let mut v = Vec::new();
-    v.extend_from_slice(&0xa1b2_3c4du32.to_le_bytes());
-    v.extend_from_slice(&2u16.to_le_bytes());
-    v.extend_from_slice(&4u16.to_le_bytes());
-    v.extend_from_slice(&[0; 8]);
-    v.extend_from_slice(&65535u32.to_le_bytes());
-    v.extend_from_slice(&1u32.to_le_bytes());
+    let mut file = Pcap::new(1).nanoseconds();
     for &(ts, tag) in frames {
-        v.extend_from_slice(&((ts / 1_000_000_000) as u32).to_le_bytes());
-        v.extend_from_slice(&((ts % 1_000_000_000) as u32).to_le_bytes());
-        v.extend_from_slice(&14u32.to_le_bytes());
-        v.extend_from_slice(&14u32.to_le_bytes());
         let mut data = [0u8; 14];
         data[0] = tag;
-        v.extend_from_slice(&data);
+        file.packet(ts, &data);
     }
-    v
+    file.bytes()
 }
 
 /// `frame.time_epoch` ("1795345096.978871000") as integer ns.

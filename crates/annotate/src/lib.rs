@@ -13,7 +13,7 @@
 //! - **Frame numbers.** Exactly one Enhanced Packet Block per input packet, in
 //!   input order. Wireshark 4.0 also numbers some non-packet records (pcapng
 //!   custom, systemd-journal and sysdig blocks, see
-//!   [`CaptureReader`](pcapsleuth_ingest::CaptureReader)); the reader skips
+//!   [`CaptureReader`]); the reader skips
 //!   them, so for each number it skipped we write one placeholder Custom Block
 //!   (type `0x00000BAD`, PEN 0, body `pcapsleuth: non-packet record not
 //!   copied`) which Wireshark numbers as a frame too. Frame numbers cited by
@@ -69,6 +69,52 @@ pub struct AnnotateStats {
     pub missing_frames: u64,
     /// Packets whose timestamp was before 1970 and was written as 0.
     pub clamped_timestamps: u64,
+}
+
+impl AnnotateStats {
+    /// One line for the user: `wrote OUT: 12 frames, 3 annotated frames, 4
+    /// comments from 2 findings`, followed by the placeholders, missing
+    /// cited frames and clamped timestamps when there are any. `findings` is
+    /// the number of findings of the report that was applied.
+    pub fn summary(&self, output: &Path, findings: u64) -> String {
+        let frames = self.packets + self.placeholders;
+        let mut line = format!(
+            "wrote {}: {}, {}, {} from {}",
+            output.display(),
+            count(frames, "frame"),
+            count(self.annotated_packets, "annotated frame"),
+            count(self.comments, "comment"),
+            count(findings, "finding"),
+        );
+        if self.placeholders > 0 {
+            line.push_str(&format!(
+                "; {} kept as placeholders",
+                count(self.placeholders, "non-packet record")
+            ));
+        }
+        if self.missing_frames > 0 {
+            line.push_str(&format!(
+                "; {} not in the input",
+                count(self.missing_frames, "cited frame")
+            ));
+        }
+        if self.clamped_timestamps > 0 {
+            line.push_str(&format!(
+                "; {} written as 0",
+                count(self.clamped_timestamps, "pre-1970 timestamp")
+            ));
+        }
+        line
+    }
+}
+
+/// `1 frame` / `2 frames`.
+fn count(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("{n} {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 /// Why [`annotate`] failed.
@@ -245,4 +291,27 @@ fn write_idbs<W: Write>(
         n += 1;
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_line() {
+        let st = AnnotateStats {
+            packets: 11,
+            placeholders: 1,
+            interfaces: 1,
+            annotated_packets: 1,
+            comments: 2,
+            missing_frames: 0,
+            clamped_timestamps: 1,
+        };
+        assert_eq!(
+            st.summary(Path::new("o.pcapng"), 1),
+            "wrote o.pcapng: 12 frames, 1 annotated frame, 2 comments from 1 finding; \
+             1 non-packet record kept as placeholders; 1 pre-1970 timestamp written as 0"
+        );
+    }
 }

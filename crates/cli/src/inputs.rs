@@ -1,7 +1,7 @@
 //! Expanding command-line inputs into capture paths.
 
 use pcapsleuth_ingest::capture_files_under;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Expand inputs in order: a directory becomes its capture files (sorted), `-`
 /// stays `-` (stdin), anything else is kept as given (a missing or unreadable
@@ -22,6 +22,22 @@ pub fn expand(inputs: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
         }
     }
     (paths, empty)
+}
+
+/// Whether `a` and `b` name the same existing file (same device and inode on
+/// Unix; same canonical path elsewhere). `-` is never a file.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    if a.as_os_str() == "-" || b.as_os_str() == "-" {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+            return x.dev() == y.dev() && x.ino() == y.ino();
+        }
+    }
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
 #[cfg(test)]

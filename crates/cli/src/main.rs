@@ -8,21 +8,21 @@
 //! looks for) and `streams` (frame → `tcp.stream`, for comparison with tshark).
 //!
 //! Exit status: 0 success; 1 `check` found a finding at or above `--fail-on`;
-//! 2 an input could not be read (the others are still reported), or a usage
-//! error. A closed stdout (broken pipe, e.g. `| head`) counts as success.
+//! 2 an input could not be read (the others are still reported), `check` read
+//! a capture only in part (unless `--allow-incomplete`), or a usage error. A closed stdout (broken pipe, e.g. `| head`) counts as success.
 //!
 //! This is the only crate that uses clap; library crates never see its types.
 
 mod inputs;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use pcapsleuth_analyze::{analyze_merged, analyze_path, AnalyzeOptions};
+use pcapsleuth_analyze::{analyze_path, AnalyzeOptions, RunOptions};
 use pcapsleuth_core::Severity;
 use pcapsleuth_report::{
-    render_capture_jsonl, render_capture_text, render_flows_json, render_flows_text, render_json,
-    render_markdown, CaptureReport, Report, TextOptions, SCHEMA_VERSION,
+    render_capture_jsonl, render_capture_text, render_check_line, render_detector_list,
+    render_explain, render_flows_json, render_flows_text, render_json, render_markdown,
+    CaptureReport, DetectorDoc, Report, TextOptions, SCHEMA_VERSION,
 };
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
@@ -38,7 +38,7 @@ const EXIT_INPUT: i32 = 2;
     name = "pcapsleuth",
     version,
     about = "Names why TCP connections stalled in a packet capture",
-    after_help = "Exit status: 0 ok; 1 `check` found a finding at or above --fail-on; 2 an input could not be read."
+    after_help = "Exit status: 0 ok; 1 `check` found a finding at or above --fail-on; 2 an input could not be read (for `check`, also read only in part, unless --allow-incomplete), or a usage error."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -122,6 +122,10 @@ enum Cmd {
         /// Lowest severity that fails the check.
         #[arg(long, value_enum, default_value_t = Threshold::Warning)]
         fail_on: Threshold,
+        /// Do not fail (exit 2) on a capture read only in part (a record cut
+        /// short or malformed: the line still says INCOMPLETE).
+        #[arg(long)]
+        allow_incomplete: bool,
         /// Treat all inputs as ONE capture set (e.g. per-interface captures of
         /// one incident): frames interleaved by time exactly as `mergecap`
         /// does, so frame numbers are those of `mergecap -w merged.pcapng
@@ -140,6 +144,9 @@ enum Cmd {
         /// Output format.
         #[arg(long, value_enum, default_value_t = FlowsFormat::Text)]
         format: FlowsFormat,
+        /// Write the table to FILE instead of stdout (never over an input).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
         /// Treat all inputs as ONE capture set, as `analyze --merge` does: one
         /// entry whose flows span the files. Frame numbers in the summaries
         /// (first/last frame, stall frames, sightings) are merged numbers,
@@ -190,16 +197,18 @@ fn main() {
         } => cmd_analyze(format, output.as_deref(), merge, threads, &inputs),
         Cmd::Check {
             fail_on,
+            allow_incomplete,
             merge,
             threads,
             inputs,
-        } => cmd_check(fail_on, merge, threads, &inputs),
+        } => cmd_check(fail_on, allow_incomplete, merge, threads, &inputs),
         Cmd::Flows {
             format,
+            output,
             merge,
             threads,
             inputs,
-        } => cmd_flows(format, merge, threads, &inputs),
+        } => cmd_flows(format, output.as_deref(), merge, threads, &inputs),
         Cmd::Annotate { output, input } => cmd_annotate(&input, &output),
         Cmd::Explain { detector } => cmd_explain(detector.as_deref()),
         Cmd::Streams { input } => cmd_streams(&input),
@@ -253,6 +262,37 @@ fn use_color() -> bool {
         && !matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty())
 }
 
+/// Refuse `-` (standard input) given more than once: stdin can be read only
+/// once (`--merge - -` would read it twice).
+fn check_stdin_once(inputs: &[PathBuf]) -> Result<(), i32> {
+    let n = inputs.iter().filter(|i| i.as_os_str() == "-").count();
+    if n > 1 {
+        eprintln!(
+            "pcapsleuth: `-` (standard input) given {n} times: standard input can be read only once; save the captures to files"
+        );
+        return Err(EXIT_INPUT);
+    }
+    Ok(())
+}
+
+/// Refuse to write the report to `output` when it is one of the inputs
+/// (`analyze -o X X` would truncate the capture before reading it), as
+/// `annotate` does.
+fn check_not_an_input(output: Option<&Path>, inputs: &[PathBuf]) -> Result<(), i32> {
+    let Some(out) = output else {
+        return Ok(());
+    };
+    if let Some(i) = inputs.iter().find(|i| inputs::same_file(i, out)) {
+        eprintln!(
+            "pcapsleuth: refusing to write the report over the input capture {} (-o {}): choose another output file",
+            i.display(),
+            out.display()
+        );
+        return Err(EXIT_INPUT);
+    }
+    Ok(())
+}
+
 /// Expand inputs; report directories without captures on stderr.
 fn expand_inputs(inputs: &[PathBuf]) -> (Vec<PathBuf>, bool) {
     let (paths, empty) = inputs::expand(inputs);
@@ -265,28 +305,12 @@ fn expand_inputs(inputs: &[PathBuf]) -> (Vec<PathBuf>, bool) {
     (paths, !empty.is_empty())
 }
 
-/// Analyse `paths` on a pool of `threads` workers and hand each report to
-/// `emit` in input order, as soon as it and all before it are done.
-fn analyze_ordered(
-    paths: &[PathBuf],
-    opts: &AnalyzeOptions,
-    threads: Option<usize>,
-    mut emit: impl FnMut(CaptureReport),
-) -> Result<(), i32> {
-    use rayon::prelude::*;
-    let pool = match rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.unwrap_or(0))
-        .build()
-    {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("pcapsleuth: cannot start worker threads: {e}");
-            return Err(EXIT_INPUT);
-        }
-    };
-    let bar = (paths.len() > 1 && std::io::stderr().is_terminal()).then(|| {
+/// A progress bar on stderr while several captures are analysed, only
+/// when stderr is a terminal.
+fn progress_bar(captures: usize) -> Option<indicatif::ProgressBar> {
+    (captures > 1 && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::with_draw_target(
-            Some(paths.len() as u64),
+            Some(captures as u64),
             indicatif::ProgressDrawTarget::stderr(),
         );
         if let Ok(style) =
@@ -295,56 +319,38 @@ fn analyze_ordered(
             bar.set_style(style);
         }
         bar
-    });
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, CaptureReport)>();
-    std::thread::scope(|s| {
-        s.spawn(move || {
-            pool.install(|| {
-                paths
-                    .par_iter()
-                    .enumerate()
-                    .for_each_with(tx, |tx, (i, p)| {
-                        let _ = tx.send((i, analyze_path(p, opts)));
-                    });
-            });
-        });
-        let mut pending = BTreeMap::new();
-        let mut next = 0usize;
-        for (i, report) in rx {
-            if let Some(b) = &bar {
-                b.set_message(report.path.clone());
-                b.inc(1);
-            }
-            pending.insert(i, report);
-            while let Some(r) = pending.remove(&next) {
-                emit(r);
-                next += 1;
-            }
-        }
-    });
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    Ok(())
+    })
 }
 
-/// With `merge`, analyse all `paths` as one merged set and hand its single
-/// report to `emit` (nothing when there is no path); otherwise as
-/// [`analyze_ordered`].
+/// [`pcapsleuth_analyze::analyze_inputs`] with a progress bar: each report
+/// goes to `emit` in input order (one merged report with `merge`).
 fn analyze_inputs(
     paths: &[PathBuf],
     opts: &AnalyzeOptions,
     merge: bool,
     threads: Option<usize>,
-    mut emit: impl FnMut(CaptureReport),
+    emit: impl FnMut(CaptureReport),
 ) -> Result<(), i32> {
-    if !merge {
-        return analyze_ordered(paths, opts, threads, emit);
+    let bar = if merge {
+        None
+    } else {
+        progress_bar(paths.len())
+    };
+    let done = |r: &CaptureReport| {
+        if let Some(b) = &bar {
+            b.set_message(r.path.clone());
+            b.inc(1);
+        }
+    };
+    let run = RunOptions { merge, threads };
+    let res = pcapsleuth_analyze::analyze_inputs(paths, opts, run, done, emit);
+    if let Some(b) = bar {
+        b.finish_and_clear();
     }
-    if !paths.is_empty() {
-        emit(analyze_merged(paths, opts));
-    }
-    Ok(())
+    res.map_err(|e| {
+        eprintln!("pcapsleuth: {e}");
+        EXIT_INPUT
+    })
 }
 
 fn cmd_analyze(
@@ -358,7 +364,13 @@ fn cmd_analyze(
         eprintln!("pcapsleuth: --format html needs -o FILE (or redirect stdout to a file)");
         return EXIT_INPUT;
     }
+    if let Err(code) = check_stdin_once(inputs) {
+        return code;
+    }
     let (paths, mut failed) = expand_inputs(inputs);
+    if let Err(code) = check_not_an_input(output, &paths) {
+        return code;
+    }
     let mut out = match Out::open(output) {
         Ok(o) => o,
         Err(code) => return code,
@@ -368,12 +380,9 @@ fn cmd_analyze(
     let mut captures = Vec::new();
     let mut first = true;
     let res = analyze_inputs(&paths, &AnalyzeOptions::default(), merge, threads, |c| {
-        if let Some(e) = &c.error {
-            failed = true;
-            if format != Format::Text || output.is_some() {
-                eprintln!("pcapsleuth: error: {e}");
-            }
-        }
+        // Also on stderr in text mode: `analyze missing.pcap > r.txt` must
+        // not be silent on the terminal.
+        failed |= report_read_problems(&c);
         match format {
             Format::Jsonl => out.put(&render_capture_jsonl(&c)),
             Format::Text => {
@@ -411,6 +420,22 @@ fn cmd_analyze(
     }
 }
 
+/// Say on stderr when a capture could not be read (`error`), or only in part
+/// (`incomplete`); returns whether it could not be read at all.
+fn report_read_problems(c: &CaptureReport) -> bool {
+    if let Some(e) = &c.error {
+        eprintln!("pcapsleuth: error: {e}");
+        return true;
+    }
+    if let Some(w) = &c.incomplete {
+        eprintln!(
+            "pcapsleuth: warning: {}: read only in part ({} frames): {}",
+            c.path, c.packets, w.message
+        );
+    }
+    false
+}
+
 /// `annotate`: analyse `input`, then write `output` (pcapng) with one packet
 /// comment per citing finding on every cited frame. Summary on stderr.
 fn cmd_annotate(input: &Path, output: &Path) -> i32 {
@@ -428,40 +453,10 @@ fn cmd_annotate(input: &Path, output: &Path) -> i32 {
     }
     match pcapsleuth_annotate::annotate(input, &report, output) {
         Ok(st) => {
-            let mut line = format!(
-                "pcapsleuth: wrote {}: {} frame{}, {} annotated frame{}, {} comment{} from {} finding{}",
-                output.display(),
-                st.packets + st.placeholders,
-                plural(st.packets + st.placeholders),
-                st.annotated_packets,
-                plural(st.annotated_packets),
-                st.comments,
-                plural(st.comments),
-                report.findings.len(),
-                plural(report.findings.len() as u64),
+            eprintln!(
+                "pcapsleuth: {}",
+                st.summary(output, report.findings.len() as u64)
             );
-            if st.placeholders > 0 {
-                line.push_str(&format!(
-                    "; {} non-packet record{} kept as placeholders",
-                    st.placeholders,
-                    plural(st.placeholders)
-                ));
-            }
-            if st.missing_frames > 0 {
-                line.push_str(&format!(
-                    "; {} cited frame{} not in the input",
-                    st.missing_frames,
-                    plural(st.missing_frames)
-                ));
-            }
-            if st.clamped_timestamps > 0 {
-                line.push_str(&format!(
-                    "; {} pre-1970 timestamp{} written as 0",
-                    st.clamped_timestamps,
-                    plural(st.clamped_timestamps)
-                ));
-            }
-            eprintln!("{line}");
             EXIT_OK
         }
         Err(e) => {
@@ -471,59 +466,16 @@ fn cmd_annotate(input: &Path, output: &Path) -> i32 {
     }
 }
 
-fn plural(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
+fn cmd_check(
+    fail_on: Threshold,
+    allow_incomplete: bool,
+    merge: bool,
+    threads: Option<usize>,
+    inputs: &[PathBuf],
+) -> i32 {
+    if let Err(code) = check_stdin_once(inputs) {
+        return code;
     }
-}
-
-/// The `check` line for one capture, and whether it fails the threshold.
-fn check_line(c: &CaptureReport, threshold: Severity) -> (String, bool) {
-    let count = |s: Severity| c.findings.iter().filter(|f| f.severity == s).count();
-    let failing: Vec<&str> = {
-        let mut ids: Vec<&str> = c
-            .findings
-            .iter()
-            .filter(|f| f.severity >= threshold)
-            .map(|f| f.detector.as_str())
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        ids
-    };
-    let counts = format!(
-        "{} finding{} ({} error, {} warning, {} info)",
-        c.findings.len(),
-        if c.findings.len() == 1 { "" } else { "s" },
-        count(Severity::Error),
-        count(Severity::Warning),
-        count(Severity::Info)
-    );
-    // A read error does not discard what was analysed before it: the line
-    // says ERROR (exit 2 wins) but still counts and names the findings.
-    let verdict = match (&c.error, failing.is_empty()) {
-        (Some(e), _) => format!("ERROR: {e}; {counts}"),
-        (None, true) => format!("ok: {counts}"),
-        (None, false) => format!("FAIL: {counts}"),
-    };
-    if failing.is_empty() {
-        (format!("{}: {verdict}", c.path), false)
-    } else {
-        (
-            format!(
-                "{}: {verdict}; at or above {}: {}",
-                c.path,
-                threshold.as_str(),
-                failing.join(", ")
-            ),
-            true,
-        )
-    }
-}
-
-fn cmd_check(fail_on: Threshold, merge: bool, threads: Option<usize>, inputs: &[PathBuf]) -> i32 {
     let (paths, mut unreadable) = expand_inputs(inputs);
     let threshold = fail_on.severity();
     let mut out = match Out::open(None) {
@@ -532,8 +484,9 @@ fn cmd_check(fail_on: Threshold, merge: bool, threads: Option<usize>, inputs: &[
     };
     let mut failed = false;
     let res = analyze_inputs(&paths, &AnalyzeOptions::default(), merge, threads, |c| {
-        let (line, fails) = check_line(&c, threshold);
-        unreadable |= c.error.is_some();
+        let (line, fails) = render_check_line(&c, threshold);
+        // A capture read only in part fails the gate like an unreadable one.
+        unreadable |= c.error.is_some() || (c.incomplete.is_some() && !allow_incomplete);
         failed |= fails;
         out.put(&line);
         out.put("\n");
@@ -550,20 +503,27 @@ fn cmd_check(fail_on: Threshold, merge: bool, threads: Option<usize>, inputs: &[
     }
 }
 
-fn cmd_flows(format: FlowsFormat, merge: bool, threads: Option<usize>, inputs: &[PathBuf]) -> i32 {
+fn cmd_flows(
+    format: FlowsFormat,
+    output: Option<&Path>,
+    merge: bool,
+    threads: Option<usize>,
+    inputs: &[PathBuf],
+) -> i32 {
+    if let Err(code) = check_stdin_once(inputs) {
+        return code;
+    }
     let (paths, mut failed) = expand_inputs(inputs);
+    if let Err(code) = check_not_an_input(output, &paths) {
+        return code;
+    }
     let opts = AnalyzeOptions {
         with_flows: true,
         ..AnalyzeOptions::default()
     };
     let mut captures = Vec::new();
     let res = analyze_inputs(&paths, &opts, merge, threads, |c| {
-        if let Some(e) = &c.error {
-            failed = true;
-            if format == FlowsFormat::Json {
-                eprintln!("pcapsleuth: error: {e}");
-            }
-        }
+        failed |= report_read_problems(&c);
         captures.push(c);
     });
     if let Err(code) = res {
@@ -573,13 +533,13 @@ fn cmd_flows(format: FlowsFormat, merge: bool, threads: Option<usize>, inputs: &
         schema_version: SCHEMA_VERSION,
         captures,
     };
-    let mut out = match Out::open(None) {
+    let mut out = match Out::open(output) {
         Ok(o) => o,
         Err(code) => return code,
     };
     out.put(&match format {
-        FlowsFormat::Text => with_sources_text(&render_flows_text(&report), &report),
-        FlowsFormat::Json => with_sources_json(render_flows_json(&report), &report),
+        FlowsFormat::Text => render_flows_text(&report),
+        FlowsFormat::Json => render_flows_json(&report),
     });
     if failed {
         EXIT_INPUT
@@ -588,149 +548,43 @@ fn cmd_flows(format: FlowsFormat, merge: bool, threads: Option<usize>, inputs: &
     }
 }
 
-/// The files of a merged set as `analyze` text shows them after its header:
-/// `a.pcap (pcap, 12 frames), b.pcap (unreadable)`; `None` for one file.
-fn merged_from(c: &CaptureReport) -> Option<String> {
-    if c.sources.is_empty() {
-        return None;
-    }
-    Some(
-        c.sources
-            .iter()
-            .map(|s| match &s.format {
-                Some(fmt) => format!(
-                    "{} ({fmt}, {} frame{})",
-                    s.path,
-                    s.packets,
-                    plural(s.packets)
-                ),
-                None => format!("{} (unreadable)", s.path),
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
-    )
-}
-
-/// `flows` text with a `   merged from …` line (as in `analyze` text) after
-/// the `== <path>` header of each merged capture. `text` is
-/// [`render_flows_text`] of `report`, whose blocks each start with `== `.
-fn with_sources_text(text: &str, report: &Report) -> String {
-    let mut merged = report.captures.iter().map(merged_from);
-    let mut out = String::with_capacity(text.len() + 128);
-    for line in text.split_inclusive('\n') {
-        out.push_str(line);
-        if line.starts_with("== ") {
-            if let Some(Some(m)) = merged.next() {
-                out.push_str("   merged from ");
-                out.push_str(&m);
-                out.push('\n');
-            }
-        }
-    }
-    out
-}
-
-/// `flows` JSON with each merged capture's `sources` (as in `analyze` JSON)
-/// added before its `flows`. `json` is [`render_flows_json`] of `report`;
-/// it is returned unchanged when no capture is merged.
-fn with_sources_json(json: String, report: &Report) -> String {
-    if report.captures.iter().all(|c| c.sources.is_empty()) {
-        return json;
-    }
-    let Ok(mut doc) = serde_json::from_str::<serde_json::Value>(&json) else {
-        return json;
-    };
-    let Some(caps) = doc.get_mut("captures").and_then(|v| v.as_array_mut()) else {
-        return json;
-    };
-    for (v, c) in caps.iter_mut().zip(&report.captures) {
-        if c.sources.is_empty() {
-            continue;
-        }
-        let (Some(obj), Ok(sources)) = (v.as_object_mut(), serde_json::to_value(&c.sources)) else {
-            continue;
-        };
-        let flows = obj.remove("flows");
-        obj.insert("sources".to_string(), sources);
-        if let Some(f) = flows {
-            obj.insert("flows".to_string(), f);
-        }
-    }
-    match serde_json::to_string_pretty(&doc) {
-        Ok(mut s) => {
-            s.push('\n');
-            s
-        }
-        Err(_) => json,
+/// A detector's documentation as the report renders it.
+fn doc_of(i: &pcapsleuth_analyze::DetectorInfo) -> DetectorDoc<'_> {
+    DetectorDoc {
+        id: i.id,
+        aliases: i.aliases,
+        title: i.title,
+        markdown: i.explain,
     }
 }
 
-fn detector_list() -> String {
-    let infos = pcapsleuth_analyze::detector_infos();
-    let width = infos.iter().map(|i| i.id.len()).max().unwrap_or(0);
-    infos
-        .iter()
-        .map(|i| format!("  {:<width$}  {}\n", i.id, i.title))
-        .collect()
-}
-
+/// `explain`: the detector list, or one detector's README (by id or alias).
 fn cmd_explain(detector: Option<&str>) -> i32 {
-    let mut out = match Out::open(None) {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
-    match detector {
-        None => {
-            out.put("Detectors (pcapsleuth explain <ID> for details):\n");
-            out.put(&detector_list());
-            EXIT_OK
-        }
-        Some(id) => match pcapsleuth_analyze::detector_infos()
-            .into_iter()
-            .find(|i| i.id == id)
-        {
-            Some(info) => {
-                out.put(&format!("{}: {}\n\n", info.id, info.title));
-                out.put(&wrap(info.explain.trim_end(), 80));
-                EXIT_OK
-            }
+    let infos = pcapsleuth_analyze::detector_infos();
+    let docs: Vec<DetectorDoc<'_>> = infos.iter().map(doc_of).collect();
+    let text = match detector {
+        None => format!(
+            "Detectors (pcapsleuth explain <ID> for details):\n{}",
+            render_detector_list(&docs)
+        ),
+        Some(name) => match pcapsleuth_analyze::find_detector(name) {
+            Some(info) => render_explain(&doc_of(&info)),
             None => {
                 eprint!(
-                    "pcapsleuth: unknown detector '{id}'. Known detectors:\n{}",
-                    detector_list()
+                    "pcapsleuth: unknown detector '{name}'. Known detectors:\n{}",
+                    render_detector_list(&docs)
                 );
-                EXIT_INPUT
+                return EXIT_INPUT;
             }
         },
-    }
-}
-
-/// Word-wrap each line of `text` to `width` columns (lines starting with
-/// whitespace, e.g. indented examples, are kept as they are). Ends with `\n`.
-fn wrap(text: &str, width: usize) -> String {
-    let mut out = String::new();
-    for line in text.lines() {
-        if line.starts_with(char::is_whitespace) || line.chars().count() <= width {
-            out.push_str(line);
-            out.push('\n');
-            continue;
+    };
+    match Out::open(None) {
+        Ok(mut out) => {
+            out.put(&text);
+            EXIT_OK
         }
-        let mut col = 0;
-        for word in line.split(' ').filter(|w| !w.is_empty()) {
-            let n = word.chars().count();
-            if col > 0 && col + 1 + n > width {
-                out.push('\n');
-                col = 0;
-            } else if col > 0 {
-                out.push(' ');
-                col += 1;
-            }
-            out.push_str(word);
-            col += n;
-        }
-        out.push('\n');
+        Err(code) => code,
     }
-    out
 }
 
 fn cmd_streams(input: &Path) -> i32 {
@@ -738,24 +592,24 @@ fn cmd_streams(input: &Path) -> i32 {
         Ok(o) => o,
         Err(code) => return code,
     };
-    match pcapsleuth_analyze::dump_streams(input) {
-        Ok(rows) => {
-            let mut buf = String::new();
-            for (frame, stream) in rows {
-                buf.push_str(&frame.to_string());
-                buf.push('\t');
-                if let Some(s) = stream {
-                    buf.push_str(&s.to_string());
-                }
-                buf.push('\n');
-                if buf.len() > 64 * 1024 {
-                    out.put(&buf);
-                    buf.clear();
-                }
-            }
-            out.put(&buf);
-            EXIT_OK
+    // Rows are written as they are read, so a read error part way still
+    // shows every frame before it (then the error on stderr).
+    let mut buf = String::new();
+    let res = pcapsleuth_analyze::each_stream(input, |frame, stream| {
+        buf.push_str(&frame.to_string());
+        buf.push('\t');
+        if let Some(s) = stream {
+            buf.push_str(&s.to_string());
         }
+        buf.push('\n');
+        if buf.len() > 64 * 1024 {
+            out.put(&buf);
+            buf.clear();
+        }
+    });
+    out.put(&buf);
+    match res {
+        Ok(()) => EXIT_OK,
         Err(e) => {
             eprintln!("pcapsleuth: error: {e}");
             EXIT_INPUT
@@ -771,71 +625,5 @@ mod tests {
     #[test]
     fn clap_definition_is_valid() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn wrapping() {
-        assert_eq!(wrap("aaa bbb ccc", 7), "aaa bbb\nccc\n");
-        assert_eq!(
-            wrap("short\n  indented line that is long", 8),
-            "short\n  indented line that is long\n"
-        );
-        assert_eq!(
-            wrap("averyveryverylongword x", 5),
-            "averyveryverylongword\nx\n"
-        );
-    }
-
-    #[test]
-    fn check_line_thresholds() {
-        let mut c = CaptureReport {
-            path: "a.pcap".into(),
-            format: Some("pcap".into()),
-            packets: 3,
-            first_ts_ns: 0,
-            last_ts_ns: 0,
-            interfaces: vec![],
-            tcp_streams: 1,
-            warnings: vec![],
-            error: None,
-            findings: vec![],
-            flows: vec![],
-            sources: vec![],
-        };
-        assert_eq!(
-            check_line(&c, Severity::Info),
-            (
-                "a.pcap: ok: 0 findings (0 error, 0 warning, 0 info)".into(),
-                false
-            )
-        );
-        c.findings.push(pcapsleuth_core::Finding::new(
-            "zero-window",
-            Severity::Warning,
-            "s".into(),
-            None,
-            None,
-            vec![1],
-            0,
-            0,
-            String::new(),
-            Default::default(),
-        ));
-        assert!(check_line(&c, Severity::Warning).1);
-        assert!(check_line(&c, Severity::Info).1);
-        assert!(!check_line(&c, Severity::Error).1);
-        assert_eq!(
-            check_line(&c, Severity::Warning).0,
-            "a.pcap: FAIL: 1 finding (0 error, 1 warning, 0 info); at or above warning: zero-window"
-        );
-        c.error = Some("boom".into());
-        assert_eq!(
-            check_line(&c, Severity::Info),
-            (
-                "a.pcap: ERROR: boom; 1 finding (0 error, 1 warning, 0 info); at or above info: zero-window"
-                    .into(),
-                true
-            )
-        );
     }
 }

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `pcapsleuth` binary: exit codes, input expansion,
 //! ordering/determinism across thread counts, stdin, and output formats.
 
+use pcapsleuth_testkit::capture::Pcap;
 use pcapsleuth_testkit::{fixtures_dir, in_ci, repo_root, shared_dir, tshark};
 use serde_json::Value;
 use std::io::Write;
@@ -35,15 +36,7 @@ fn scratch(name: &str) -> PathBuf {
 /// A valid pcap with a header and no packets (no findings).
 fn empty_pcap(dir: &Path) -> PathBuf {
     let p = dir.join("empty.pcap");
-    let mut h = Vec::new();
-    h.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
-    h.extend_from_slice(&2u16.to_le_bytes());
-    h.extend_from_slice(&4u16.to_le_bytes());
-    h.extend_from_slice(&0i32.to_le_bytes());
-    h.extend_from_slice(&0u32.to_le_bytes());
-    h.extend_from_slice(&65535u32.to_le_bytes());
-    h.extend_from_slice(&1u32.to_le_bytes());
-    std::fs::write(&p, h).unwrap();
+    Pcap::new(1).write(&p).unwrap();
     p
 }
 
@@ -352,6 +345,37 @@ fn explain_lists_and_explains() {
         err.contains("unknown detector 'no-such-detector'") && err.contains("mss-blackhole"),
         "{err}"
     );
+}
+
+/// An alias explains its detector (`pmtu-blackhole` is `mss-blackhole`), with
+/// the README's sections as readable text, not Markdown markup.
+#[test]
+fn explain_accepts_aliases() {
+    let o = run(&["explain", "pmtu-blackhole"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = stdout(&o);
+    assert!(text.starts_with("mss-blackhole: "), "{text}");
+    assert!(text.contains("pmtu-blackhole"), "{text}");
+    assert!(
+        !text.lines().any(|l| l.starts_with('#')),
+        "headings are rendered, not printed as Markdown: {text}"
+    );
+    assert!(
+        // The first line is `id: title`, as long as the title.
+        text.lines()
+            .skip(1)
+            .all(|l| l.chars().count() <= 80 || l.starts_with("    ") || !l.trim().contains(' ')),
+        "prose is wrapped to 80 columns: {text}"
+    );
+    let direct = stdout(&run(&["explain", "mss-blackhole"]));
+    assert_eq!(text, direct);
+    let list = stdout(&run(&["explain"]));
+    assert!(list.contains("pmtu-blackhole"), "{list}");
 }
 
 #[test]

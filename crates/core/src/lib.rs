@@ -10,12 +10,14 @@
 //!   deliberately no `Ord`: serial order is not transitive.
 //! - [`Finding`] is what a detector reports; its JSON shape is the report contract.
 
+pub mod consts;
 pub mod finding;
 pub mod flowkey;
 pub mod seq;
 pub mod time;
 
-pub use finding::{Evidence, Finding, FlowRef, Severity};
+pub use consts::{ip_protocol, linktype};
+pub use finding::{Evidence, Finding, FindingBuilder, FlowRef, Protocol, Severity, StreamRef};
 pub use flowkey::{Direction, Endpoint, FlowKey};
 pub use seq::SeqNum;
 pub use time::{DurationNs, Timestamp};

@@ -6,7 +6,7 @@
 //! failing. The only state kept across frames is the IP reassembler
 //! ([`crate::reassembly`]).
 
-use crate::reassembly::{FragKey, Reassembler};
+use crate::reassembly::{Reassembler, ReassemblyKey};
 use crate::{DecodeStop, Decoded, IpVersion, Layer, StopReason};
 
 /// Maximum number of nested decoding steps (IP headers, Ethernet headers,
@@ -20,7 +20,7 @@ pub(crate) const MAX_DEPTH: u8 = 24;
 /// [`crate::reassembly::MAX_DATAGRAM_LEN`] bytes each are buffered.
 #[derive(Debug, Default)]
 pub struct Decoder {
-    reasm: Reassembler,
+    reassembler: Reassembler,
 }
 
 impl Decoder {
@@ -29,7 +29,8 @@ impl Decoder {
         Decoder::default()
     }
 
-    /// Decode one frame of link type `linktype` (a LINKTYPE_* number).
+    /// Decode one frame of link type `linktype` (a LINKTYPE_* number, see
+    /// [`pcapsleuth_core::linktype`]).
     /// Never panics; see [`Decoded::stop`] for partial results.
     ///
     /// When the frame is an IP fragment that completes a datagram, the
@@ -56,39 +57,43 @@ impl Decoder {
         data: &'a [u8],
         wire_len: Option<u32>,
     ) -> Decoded<'a> {
-        let mut st = St::new();
-        if let Some(w) = wire_len {
-            st.wire_end = usize::try_from(w).unwrap_or(usize::MAX).max(data.len());
+        let mut state = FrameState::new();
+        if let Some(wire_len) = wire_len {
+            state.wire_end = usize::try_from(wire_len)
+                .unwrap_or(usize::MAX)
+                .max(data.len());
         }
-        let req = match crate::link::link(&mut st, linktype, data) {
-            Ok(()) => return st.d,
-            Err(req) => req,
+        let request = match crate::link::link(&mut state, linktype, data) {
+            Ok(()) => return state.decoded,
+            Err(request) => request,
         };
-        let stop_at = req.frame_off;
-        let Some(proto) = self.reasm.insert(&req) else {
-            st.stop(Layer::Ip, stop_at, StopReason::Fragment);
-            return st.d;
+        let fragment_payload_at = request.frame_offset;
+        let Some(protocol) = self.reassembler.insert(&request) else {
+            state.stop(Layer::Ip, fragment_payload_at, StopReason::Fragment);
+            return state.decoded;
         };
         let this: &'a Decoder = self;
-        let buf: &'a [u8] = this.reasm.completed();
-        st.in_reasm = true;
-        st.wire_end = usize::MAX;
-        st.base = u32::try_from(stop_at).unwrap_or(u32::MAX);
-        if let Some(ip) = st.d.ip.as_mut() {
-            ip.protocol = proto;
+        let datagram: &'a [u8] = this.reassembler.completed();
+        state.in_reassembled_datagram = true;
+        state.wire_end = usize::MAX;
+        state.stop_offset_base = u32::try_from(fragment_payload_at).unwrap_or(u32::MAX);
+        if let Some(ip) = state.decoded.ip.as_mut() {
+            ip.protocol = protocol;
         }
         // In reassembly mode nested fragments stop instead of asking for more
         // reassembly, so this cannot return `Err`.
-        let _ = crate::ip::upper(&mut st, buf, proto, 0, buf.len(), buf.len());
-        st.d
+        let len = datagram.len();
+        let _ = crate::ip::upper_layers(&mut state, datagram, protocol, 0, len, len);
+        state.decoded
     }
 }
 
-/// A fragment the decoder must hand to the reassembler.
+/// A fragment the decoder must hand to the reassembler (the `Err` of
+/// [`DecodeResult`]).
 #[derive(Debug)]
-pub(crate) struct FragReq<'b> {
+pub(crate) struct ReassemblyRequest<'b> {
     /// Reassembly key.
-    pub key: FragKey,
+    pub key: ReassemblyKey,
     /// Fragment offset in bytes.
     pub offset: u32,
     /// More-fragments flag.
@@ -96,24 +101,28 @@ pub(crate) struct FragReq<'b> {
     /// The fragment's payload bytes (fully captured).
     pub data: &'b [u8],
     /// Upper-layer protocol announced by this fragment.
-    pub proto: u8,
+    pub protocol: u8,
     /// Frame offset of the fragment payload (for [`DecodeStop::offset`]).
-    pub frame_off: usize,
+    pub frame_offset: usize,
 }
 
-/// `Err` carries a fragment that needs reassembly; decoding of the frame
-/// pauses there.
-pub(crate) type Res<'b> = Result<(), FragReq<'b>>;
+/// Outcome of decoding one layer and everything inside it: `Ok` when the
+/// frame is done (fully decoded or stopped, see [`FrameState::stop`]), `Err`
+/// carrying a fragment that needs reassembly; decoding of the frame pauses
+/// there.
+pub(crate) type DecodeResult<'b> = Result<(), ReassemblyRequest<'b>>;
 
 /// Decoding state of one frame.
-pub(crate) struct St<'b> {
-    pub d: Decoded<'b>,
+pub(crate) struct FrameState<'b> {
+    /// What has been decoded so far (the result).
+    pub decoded: Decoded<'b>,
+    /// Nesting steps taken so far (see [`MAX_DEPTH`]).
     depth: u8,
     /// Added to buffer offsets when reporting a stop (non-zero inside a
     /// reassembled datagram).
-    pub base: u32,
+    pub stop_offset_base: u32,
     /// True while decoding a reassembled datagram (no nested reassembly).
-    pub in_reasm: bool,
+    pub in_reassembled_datagram: bool,
     /// End of the bytes that were on the wire, in buffer coordinates
     /// (`usize::MAX` when unknown); narrowed by each length field passed
     /// (IP total length, PPPoE length, UDP length), like Wireshark's
@@ -121,13 +130,13 @@ pub(crate) struct St<'b> {
     pub wire_end: usize,
 }
 
-impl<'b> St<'b> {
+impl<'b> FrameState<'b> {
     fn new() -> Self {
-        St {
-            d: Decoded::default(),
+        FrameState {
+            decoded: Decoded::default(),
             depth: 0,
-            base: 0,
-            in_reasm: false,
+            stop_offset_base: 0,
+            in_reassembled_datagram: false,
             wire_end: usize::MAX,
         }
     }
@@ -135,9 +144,9 @@ impl<'b> St<'b> {
     /// Record where and why decoding stopped.
     pub fn stop(&mut self, layer: Layer, off: usize, reason: StopReason) {
         let off = u32::try_from(off).unwrap_or(u32::MAX);
-        self.d.stop = Some(DecodeStop {
+        self.decoded.stop = Some(DecodeStop {
             layer,
-            offset: self.base.saturating_add(off),
+            offset: self.stop_offset_base.saturating_add(off),
             reason,
         });
     }
@@ -155,7 +164,7 @@ impl<'b> St<'b> {
     /// The layer to blame for a link-level problem: [`Layer::Link`] before
     /// the first IP header, [`Layer::Tunnel`] inside an encapsulation.
     pub fn link_layer(&self) -> Layer {
-        if self.d.ip.is_some() {
+        if self.decoded.ip.is_some() {
             Layer::Tunnel
         } else {
             Layer::Link
@@ -164,26 +173,26 @@ impl<'b> St<'b> {
 
     /// Version of the current (innermost) IP header.
     pub fn ip_version(&self) -> Option<IpVersion> {
-        self.d.ip.map(|h| h.version)
+        self.decoded.ip.map(|h| h.version)
     }
 }
 
-/// `buf[a..b]`, or an empty slice when the range is not inside `buf`.
+/// `buf[start..end]`, or an empty slice when the range is not inside `buf`.
 #[inline]
-pub(crate) fn sl(buf: &[u8], a: usize, b: usize) -> &[u8] {
-    buf.get(a..b).unwrap_or(&[])
+pub(crate) fn subslice(buf: &[u8], start: usize, end: usize) -> &[u8] {
+    buf.get(start..end).unwrap_or(&[])
 }
 
 /// Big-endian u16 at `off`, if present.
 #[inline]
-pub(crate) fn be16(buf: &[u8], off: usize) -> Option<u16> {
-    let b = buf.get(off..off.checked_add(2)?)?;
-    Some(u16::from_be_bytes([b[0], b[1]]))
+pub(crate) fn read_u16_be(buf: &[u8], off: usize) -> Option<u16> {
+    let bytes = buf.get(off..off.checked_add(2)?)?;
+    Some(u16::from_be_bytes([bytes[0], bytes[1]]))
 }
 
 /// Big-endian u32 at `off`, if present.
 #[inline]
-pub(crate) fn be32(buf: &[u8], off: usize) -> Option<u32> {
-    let b = buf.get(off..off.checked_add(4)?)?;
-    Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+pub(crate) fn read_u32_be(buf: &[u8], off: usize) -> Option<u32> {
+    let bytes = buf.get(off..off.checked_add(4)?)?;
+    Some(u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
 }

@@ -20,13 +20,14 @@
 //!   229 IPv6); BSD null (0, host-order AF in either byte order, AF_INET 2,
 //!   AF_INET6 24/28/30) and OpenBSD LOOP (108, network order); PPP (9, 50);
 //!   Linux NFLOG (239); Cisco HDLC (104); IPoIB (242); 802.11 data frames
-//!   (105, radiotap 127, PPI 192) with LLC/SNAP.
+//!   (105, radiotap 127, PPI 192) with LLC/SNAP; Apple PKTAP (258) carrying
+//!   Ethernet.
 //! - IPv4 (options, fragments) and IPv6 (hop-by-hop, routing, destination
 //!   options, mobility, HIP, shim6, fragment header, AH; ESP and "no next
 //!   header" end the chain as [`Transport::Other`]); AH over IPv4.
 //! - TCP (9 flags; MSS, window scale, SACK-permitted, up to 4 SACK blocks,
-//!   timestamps; unknown options skipped by length), UDP, ICMP and ICMPv6
-//!   including the datagram quoted by errors.
+//!   timestamps; unknown options skipped by length), UDP (with its captured
+//!   payload), ICMP and ICMPv6 including the datagram quoted by errors.
 //! - Tunnels, so that `ip`/`transport` are the innermost headers and
 //!   `outer_ip` the outermost, as Wireshark keys `tcp.stream` on the inner
 //!   addresses: IPIP (4), 6in4 (41), IPv6-in-IPv6, EtherIP (97), MPLS-in-IP
@@ -38,11 +39,16 @@
 //!   VXLAN (4789), Geneve (6081), GTP-U (2152, G-PDU only), Teredo (3544)
 //!   and CAPWAP data (5247, 802.11 or Ethernet payload).
 //!   The lower UDP port is tried first; the higher one only when the lower is
-//!   not a well-known port (< 1024).
+//!   not a well-known port (< 1024), and not when the UDP Length field is
+//!   below 8 (IPv6 Length 0, a jumbogram, excepted). The tunnel's UDP header
+//!   is kept as [`Decoded::outer_udp`] (Wireshark numbers its conversation
+//!   first).
 //!
 //! Not decoded: MPLS pseudowires (control word + Ethernet), VXLAN-GPE, L2TP,
-//! GRE-in-UDP, encrypted 802.11 frames, PKTAP and other link types
-//! ([`StopReason::Unsupported`]).
+//! GRE-in-UDP, encrypted 802.11 frames, PKTAP records other than Ethernet
+//! packets, and other link types ([`StopReason::Unsupported`]).
+//! A first IP fragment that cannot be reassembled keeps its UDP header in
+//! [`Decoded::first_fragment_udp`] (for `udp.stream`), nothing else.
 //!
 //! # Lax rules
 //!
@@ -80,6 +86,7 @@
 //! reassembly ([`reassembly`]).
 
 mod decoder;
+pub mod dns;
 mod ip;
 mod link;
 pub mod reassembly;

@@ -10,7 +10,7 @@
 //! Memory is only allocated when fragments arrive, never on the
 //! non-fragment path.
 
-use crate::decoder::FragReq;
+use crate::decoder::ReassemblyRequest;
 use std::net::IpAddr;
 
 /// Datagrams reassembled concurrently; older ones are evicted.
@@ -18,44 +18,52 @@ pub const MAX_DATAGRAMS: usize = 64;
 /// Largest reassembled IP payload, bytes (IPv4/IPv6 length fields are 16-bit).
 pub const MAX_DATAGRAM_LEN: usize = 65_535;
 
-const BLOCKS: usize = MAX_DATAGRAM_LEN.div_ceil(8);
-const WORDS: usize = BLOCKS.div_ceil(64);
+const BLOCKS_PER_DATAGRAM: usize = MAX_DATAGRAM_LEN.div_ceil(8);
+const BITMAP_WORDS: usize = BLOCKS_PER_DATAGRAM.div_ceil(64);
 
-/// Reassembly key.
+/// Reassembly key: which fragments belong to one datagram.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct FragKey {
+pub(crate) struct ReassemblyKey {
+    /// Source address.
     pub src: IpAddr,
+    /// Destination address.
     pub dst: IpAddr,
-    pub proto: u8,
+    /// IPv4 protocol number; 0 for IPv6.
+    pub protocol: u8,
+    /// IPv4 identification or IPv6 fragment header identification.
     pub id: u32,
 }
 
+/// One datagram being reassembled.
 #[derive(Debug)]
 struct Slot {
-    key: FragKey,
+    key: ReassemblyKey,
+    /// The payload bytes received so far (gaps are zero).
     buf: Vec<u8>,
     /// One bit per 8-byte block received.
-    bits: Vec<u64>,
+    received_blocks: Vec<u64>,
     /// Payload length, known once the last fragment (MF = 0) arrived.
     total: Option<usize>,
     /// Protocol announced by the offset-0 fragment.
-    first_proto: Option<u8>,
+    first_protocol: Option<u8>,
     /// Insertion order, for eviction.
-    born: u64,
+    created: u64,
 }
 
 /// The reassembly table.
 #[derive(Debug, Default)]
 pub(crate) struct Reassembler {
     slots: Vec<Slot>,
+    /// Counter stamped on each new slot (its age, for eviction).
     clock: u64,
-    out: Vec<u8>,
+    /// The payload of the datagram completed last.
+    completed_payload: Vec<u8>,
 }
 
 impl Reassembler {
     /// Add one fragment. Returns the upper-layer protocol when this fragment
     /// completes its datagram; the payload is then in [`Self::completed`].
-    pub fn insert(&mut self, req: &FragReq<'_>) -> Option<u8> {
+    pub fn insert(&mut self, req: &ReassemblyRequest<'_>) -> Option<u8> {
         let start = req.offset as usize;
         let end = start.checked_add(req.data.len())?;
         if end > MAX_DATAGRAM_LEN {
@@ -70,7 +78,7 @@ impl Reassembler {
                         .slots
                         .iter()
                         .enumerate()
-                        .min_by_key(|(_, s)| s.born)
+                        .min_by_key(|(_, s)| s.created)
                         .map(|(i, _)| i)?;
                     self.slots.swap_remove(oldest);
                 }
@@ -78,10 +86,10 @@ impl Reassembler {
                 self.slots.push(Slot {
                     key: req.key,
                     buf: Vec::new(),
-                    bits: vec![0; WORDS],
+                    received_blocks: vec![0; BITMAP_WORDS],
                     total: None,
-                    first_proto: None,
-                    born: self.clock,
+                    first_protocol: None,
+                    created: self.clock,
                 });
                 self.slots.len() - 1
             }
@@ -92,21 +100,21 @@ impl Reassembler {
         }
         slot.buf.get_mut(start..end)?.copy_from_slice(req.data);
         for b in start / 8..end.div_ceil(8) {
-            if let Some(w) = slot.bits.get_mut(b / 64) {
+            if let Some(w) = slot.received_blocks.get_mut(b / 64) {
                 *w |= 1 << (b % 64);
             }
         }
         if start == 0 {
-            slot.first_proto = Some(req.proto);
+            slot.first_protocol = Some(req.protocol);
         }
         if !req.more {
             slot.total = Some(end);
         }
         let total = slot.total?;
-        let proto = slot.first_proto?;
+        let protocol = slot.first_protocol?;
         let blocks = total.div_ceil(8);
         let complete = (0..blocks).all(|b| {
-            slot.bits
+            slot.received_blocks
                 .get(b / 64)
                 .is_some_and(|w| w & (1 << (b % 64)) != 0)
         });
@@ -115,14 +123,14 @@ impl Reassembler {
         }
         let mut slot = self.slots.swap_remove(idx);
         slot.buf.truncate(total);
-        std::mem::swap(&mut self.out, &mut slot.buf);
-        Some(proto)
+        std::mem::swap(&mut self.completed_payload, &mut slot.buf);
+        Some(protocol)
     }
 
     /// The payload of the datagram completed by the last successful
     /// [`Self::insert`].
     pub fn completed(&self) -> &[u8] {
-        &self.out
+        &self.completed_payload
     }
 
     /// Datagrams in progress.
@@ -137,20 +145,20 @@ mod tests {
     use super::*;
     use std::net::Ipv4Addr;
 
-    fn req(id: u32, offset: u32, more: bool, data: &[u8]) -> FragReq<'_> {
+    fn req(id: u32, offset: u32, more: bool, data: &[u8]) -> ReassemblyRequest<'_> {
         let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
-        FragReq {
-            key: FragKey {
+        ReassemblyRequest {
+            key: ReassemblyKey {
                 src: a,
                 dst: a,
-                proto: 6,
+                protocol: 6,
                 id,
             },
             offset,
             more,
             data,
-            proto: 6,
-            frame_off: 0,
+            protocol: 6,
+            frame_offset: 0,
         }
     }
 

@@ -11,12 +11,44 @@ pub struct Decoded<'a> {
     /// Outermost IP header, when the transport is carried inside a tunnel
     /// (IPIP, 6in4, GRE, VXLAN, …); `None` when not tunnelled.
     pub outer_ip: Option<IpHeader>,
+    /// The outermost UDP header of a UDP tunnel (VXLAN, Geneve, GTP-U,
+    /// Teredo, CAPWAP data) whose payload was decoded as an inner packet;
+    /// `None` when not tunnelled in UDP. Wireshark dissects it first, so its
+    /// conversation takes the first `udp.stream` value of the frame. Only the
+    /// outermost is kept when UDP tunnels nest.
+    pub outer_udp: Option<UdpLayer>,
     /// The IP header that carries [`Decoded::transport`] (innermost).
     pub ip: Option<IpHeader>,
     /// The transport layer found inside `ip`.
     pub transport: Transport<'a>,
     /// Where and why decoding stopped early, if it did.
     pub stop: Option<DecodeStop>,
+    /// The UDP header at the start of a first IP fragment (offset 0, MF set)
+    /// that Wireshark does not reassemble because fewer bytes were captured
+    /// than the IP header announces (snaplen, or a frame shorter than the IP
+    /// length field; `tvb_bytes_exist` fails in `packet-ip.c`). Wireshark
+    /// then dissects the transport as it is ("First fragment, or not
+    /// fragmented. Dissect what we have here"), which gives the frame a
+    /// `udp.stream`. Only this header is recorded: the transport stays what
+    /// the decoder made of the fragment ([`Transport::None`] with a
+    /// [`StopReason::Fragment`] stop, unless it completed a datagram).
+    /// Needs the 8 header bytes captured.
+    pub first_fragment_udp: Option<UdpLayer>,
+}
+
+/// A UDP header that is not [`Decoded::transport`] (a tunnel's outer header,
+/// or the header of a first fragment that was not reassembled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpLayer {
+    /// The IP header that carries it.
+    pub ip: IpHeader,
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// The raw Length field, bytes, 8-byte header included (0 in an RFC 2675
+    /// jumbogram; below 8 is invalid).
+    pub length: u16,
 }
 
 /// Link-layer facts.
@@ -30,6 +62,11 @@ pub struct LinkInfo {
     pub sll_pkttype: Option<u8>,
     /// Linux SLL2 interface index, if present.
     pub sll_ifindex: Option<u32>,
+    /// Link-layer source address of the frame, when it is a 6-byte MAC: the
+    /// outermost Ethernet header's source, or the SLL/SLL2 "link-layer
+    /// address" (the sender's address; for outgoing packets the capturing
+    /// host's own). `None` for other link types.
+    pub src_mac: Option<[u8; 6]>,
 }
 
 /// IP version.
@@ -188,15 +225,26 @@ pub struct TcpSegment<'a> {
     pub options: TcpOptions,
 }
 
-/// A UDP datagram header.
+/// A UDP datagram (RFC 768).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UdpDatagram {
+pub struct UdpDatagram<'a> {
     /// Source port.
     pub src_port: u16,
     /// Destination port.
     pub dst_port: u16,
-    /// Payload length in bytes (from the UDP length field).
+    /// The raw Length field, bytes, 8-byte header included, as on the wire:
+    /// 0 in an RFC 2675 jumbogram (IPv6), below 8 invalid (Wireshark then
+    /// dissects no further and gives no `udp.stream`).
+    pub length: u16,
+    /// Payload length in bytes (from the UDP length field; for a length of 0,
+    /// an RFC 2675 jumbogram, from the IP payload length).
     pub payload_len: u32,
+    /// The UDP payload bytes as captured: the bytes after the 8-byte UDP
+    /// header, bounded by the UDP length field (`payload_len`), the IP
+    /// length and the captured bytes, so it may be shorter than `payload_len`
+    /// when the snaplen cut the frame. Empty when the length field is below 8.
+    /// Inside a reassembled IP datagram it borrows the reassembly buffer.
+    pub payload: &'a [u8],
 }
 
 /// What an ICMP/ICMPv6 message means, for the types the analyzer cares about.
@@ -237,9 +285,22 @@ pub struct QuotedPacket {
     pub transport_bytes: u32,
 }
 
+/// The body of an ICMP/ICMPv6 echo request or reply (RFC 792 types 8/0,
+/// RFC 4443 §4.1-4.2 types 128/129).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IcmpEcho<'a> {
+    /// Identifier (bytes 4-5 of the ICMP header, big-endian).
+    pub id: u16,
+    /// Sequence number (bytes 6-7, big-endian).
+    pub seq: u16,
+    /// The echo data after the 8-byte header, as captured and bounded by the
+    /// IP length (shorter than sent when the snaplen cut the frame).
+    pub data: &'a [u8],
+}
+
 /// An ICMP or ICMPv6 message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IcmpMessage {
+pub struct IcmpMessage<'a> {
     /// 4 for ICMP, 6 for ICMPv6.
     pub version: IpVersion,
     /// Type field.
@@ -252,6 +313,9 @@ pub struct IcmpMessage {
     pub mtu: Option<u32>,
     /// The quoted packet of an error message.
     pub quoted: Option<QuotedPacket>,
+    /// Identifier, sequence number and data of an echo request or reply
+    /// with its 8-byte header captured; `None` for other types.
+    pub echo: Option<IcmpEcho<'a>>,
 }
 
 /// The transport layer.
@@ -263,9 +327,9 @@ pub enum Transport<'a> {
     /// TCP.
     Tcp(TcpSegment<'a>),
     /// UDP.
-    Udp(UdpDatagram),
+    Udp(UdpDatagram<'a>),
     /// ICMP or ICMPv6.
-    Icmp(IcmpMessage),
+    Icmp(IcmpMessage<'a>),
     /// Another protocol number, not decoded.
     Other(u8),
 }

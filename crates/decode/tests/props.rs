@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::build::*;
 use pcapsleuth_decode::{Decoder, Layer, StopReason, Transport};
+use pcapsleuth_testkit::packet::*;
 use proptest::prelude::*;
 
 fn stop_of(lt: u32, f: &[u8]) -> (Option<(Layer, StopReason)>, String) {
@@ -22,9 +22,9 @@ fn stop_of(lt: u32, f: &[u8]) -> (Option<(Layer, StopReason)>, String) {
 
 #[test]
 fn every_truncation_of_eth_ipv4_tcp_with_options() {
-    let frame = eth(
+    let frame = ethernet(
         0x0800,
-        &ipv4(6, &tcp_full(1234, 80, 1, 2, 0x012, &SYN_OPTS, b"data")),
+        &ipv4(6, &tcp_full(1234, 80, 1, 2, 0x012, &SYN_OPTIONS, b"data")),
     );
     let hdr_end = 14 + 20 + 40;
     for len in 0..=frame.len() {
@@ -90,7 +90,7 @@ fn every_truncation_of_eth_ipv4_tcp_with_options() {
 #[test]
 fn every_truncation_of_icmp_frag_needed() {
     let quoted = ipv4(6, &tcp_full(1234, 80, 77, 88, 0x010, &[], &[0; 1400]));
-    let frame = eth(
+    let frame = ethernet(
         0x0800,
         &ipv4(1, &icmp(3, 4, [0, 0, 0x05, 0x78], &quoted[..48])),
     );
@@ -174,30 +174,30 @@ const LINKTYPES: [u32; 20] = [
 
 /// Valid frames with deep encapsulations, to mutate.
 fn seeds() -> Vec<(u32, Vec<u8>)> {
-    let v4t = ipv4(6, &tcp_full(1, 2, 3, 4, 0x010, &SYN_OPTS, b"xx"));
+    let v4t = ipv4(6, &tcp_full(1, 2, 3, 4, 0x010, &SYN_OPTIONS, b"xx"));
     let v6t = ipv6(
         0,
-        &cat(&[
-            &ext8(60),
-            &ext8(6),
-            &tcp_full(1, 2, 3, 4, 0x010, &SYN_OPTS, b"xx"),
+        &concat(&[
+            &ipv6_ext8(60),
+            &ipv6_ext8(6),
+            &tcp_full(1, 2, 3, 4, 0x010, &SYN_OPTIONS, b"xx"),
         ]),
     );
-    let e4 = eth(0x8100, &cat(&[&tag(3, 0x0800), &v4t]));
+    let e4 = ethernet(0x8100, &concat(&[&vlan_tag(3, 0x0800), &v4t]));
     vec![
         (1, e4.clone()),
         (
             101,
             ipv4_outer(
                 47,
-                &cat(&[&[0x30, 0, 0x65, 0x58, 0, 0, 0, 1, 0, 0, 0, 2], &e4]),
+                &concat(&[&[0x30, 0, 0x65, 0x58, 0, 0, 0, 1, 0, 0, 0, 2], &e4]),
             ),
         ),
         (
             101,
             ipv4_outer(
                 17,
-                &udp(49152, 4789, &cat(&[&[8, 0, 0, 0, 0, 0, 1, 0], &e4])),
+                &udp(49152, 4789, &concat(&[&[8, 0, 0, 0, 0, 0, 1, 0], &e4])),
             ),
         ),
         (
@@ -207,7 +207,7 @@ fn seeds() -> Vec<(u32, Vec<u8>)> {
                 &udp(
                     6081,
                     6081,
-                    &cat(&[&[1, 0, 0x86, 0xDD, 0, 0, 1, 0, 0, 0, 0, 0], &v6t]),
+                    &concat(&[&[1, 0, 0x86, 0xDD, 0, 0, 1, 0, 0, 0, 0, 0], &v6t]),
                 ),
             ),
         ),
@@ -218,7 +218,7 @@ fn seeds() -> Vec<(u32, Vec<u8>)> {
                 &udp(
                     2152,
                     2152,
-                    &cat(&[
+                    &concat(&[
                         &[0x34, 0xFF, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0x85, 1, 0, 9, 0],
                         &v4t,
                     ]),
@@ -227,22 +227,25 @@ fn seeds() -> Vec<(u32, Vec<u8>)> {
         ),
         (
             1,
-            eth(0x8847, &cat(&[&[0, 1, 1, 64], &ipv4_outer(41, &v6t)])),
+            ethernet(0x8847, &concat(&[&[0, 1, 1, 64], &ipv4_outer(41, &v6t)])),
         ),
         (229, ipv6(58, &icmp(2, 0, [0, 0, 5, 0], &v6t[..60]))),
         (
             1,
-            eth(0x0800, &ipv4(1, &icmp(3, 4, [0, 0, 5, 0], &v4t[..48]))),
+            ethernet(0x0800, &ipv4(1, &icmp(3, 4, [0, 0, 5, 0], &v4t[..48]))),
         ),
-        (101, ipv4_full(A, B, 6, 5, 0x2000, &[], &v4t[20..36])),
-        (101, ipv4_full(A, B, 6, 5, 2, &[], &v4t[36..])),
+        (
+            101,
+            ipv4_full(HOST_A, HOST_B, 6, 5, 0x2000, &[], &v4t[20..36]),
+        ),
+        (101, ipv4_full(HOST_A, HOST_B, 6, 5, 2, &[], &v4t[36..])),
         (
             229,
-            ipv6(44, &cat(&[&[6, 0, 0, 1, 0, 0, 0, 5], &v4t[20..36]])),
+            ipv6(44, &concat(&[&[6, 0, 0, 1, 0, 0, 0, 5], &v4t[20..36]])),
         ),
         (
             276,
-            cat(&[
+            concat(&[
                 &[
                     0x86, 0xDD, 0, 0, 0, 0, 0, 7, 0, 1, 0, 6, 2, 0, 0, 0, 0, 1, 0, 0,
                 ],

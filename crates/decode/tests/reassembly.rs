@@ -2,8 +2,8 @@
 
 mod common;
 
-use common::build::*;
 use pcapsleuth_decode::{Decoder, Layer, StopReason, Transport};
+use pcapsleuth_testkit::packet::*;
 
 /// Split an IPv4 TCP datagram's payload into fragments of `chunk` bytes (multiple of 8).
 fn v4_fragments(id: u16, payload: &[u8], chunk: usize) -> Vec<Vec<u8>> {
@@ -12,9 +12,17 @@ fn v4_fragments(id: u16, payload: &[u8], chunk: usize) -> Vec<Vec<u8>> {
         .map(|i| {
             let part = &payload[i * chunk..((i + 1) * chunk).min(payload.len())];
             let more = if i + 1 < n { 0x2000 } else { 0 };
-            eth(
+            ethernet(
                 0x0800,
-                &ipv4_full(A, B, 6, id, more | (i * chunk / 8) as u16, &[], part),
+                &ipv4_full(
+                    HOST_A,
+                    HOST_B,
+                    6,
+                    id,
+                    more | (i * chunk / 8) as u16,
+                    &[],
+                    part,
+                ),
             )
         })
         .collect()
@@ -81,8 +89,8 @@ fn v4_out_of_order_and_interleaved() {
 fn v6_fragments_reassemble() {
     let seg = tcp_payload(300);
     let (p1, p2) = seg.split_at(160);
-    let f1 = ipv6(44, &cat(&[&[6, 0, 0, 1, 0, 0, 0, 5], p1]));
-    let f2 = ipv6(44, &cat(&[&[6, 0, 0, 160, 0, 0, 0, 5], p2]));
+    let f1 = ipv6(44, &concat(&[&[6, 0, 0, 1, 0, 0, 0, 5], p1]));
+    let f2 = ipv6(44, &concat(&[&[6, 0, 0, 160, 0, 0, 0, 5], p2]));
     let mut dec = Decoder::new();
     assert!(matches!(dec.decode(229, &f2).transport, Transport::None));
     let d = dec.decode(229, &f1);
@@ -97,8 +105,8 @@ fn v6_fragments_reassemble() {
 fn fragment_inside_tunnel_reassembles_with_outer_kept() {
     let seg = tcp_payload(100);
     let (p1, p2) = seg.split_at(64);
-    let inner1 = ipv4_full(A, B, 6, 3, 0x2000, &[], p1);
-    let inner2 = ipv4_full(A, B, 6, 3, 8, &[], p2);
+    let inner1 = ipv4_full(HOST_A, HOST_B, 6, 3, 0x2000, &[], p1);
+    let inner2 = ipv4_full(HOST_A, HOST_B, 6, 3, 8, &[], p2);
     let mut dec = Decoder::new();
     let _ = dec.decode(101, &ipv4_outer(4, &inner1));
     let f2 = ipv4_outer(4, &inner2);
@@ -146,7 +154,7 @@ fn snaplen_cut_fragment_is_not_buffered() {
 #[test]
 fn wire_length_bounds_payload_like_wireshark() {
     // IPv4 total length claims 1040 bytes but only 60 were on the wire.
-    let f = eth(
+    let f = ethernet(
         0x0800,
         &ipv4(6, &tcp_full(1, 2, 3, 4, 0x010, &[], &[0; 1000])),
     )[..74]
@@ -167,9 +175,9 @@ fn wire_length_bounds_payload_like_wireshark() {
     assert_eq!(t.payload_len, 1000);
     // PPPoE length field bounds the payload as well.
     let v4t = ipv4(6, &tcp_full(1, 2, 3, 4, 0x010, &[], &[0; 6]));
-    let f = eth(
+    let f = ethernet(
         0x8864,
-        &cat(&[
+        &concat(&[
             &[0x11, 0, 0, 1],
             &((2 + 40) as u16).to_be_bytes(),
             &[0x00, 0x21],

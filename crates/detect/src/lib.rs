@@ -16,9 +16,9 @@ pub mod timer;
 pub use fasthash::{StreamMap, StreamSet};
 pub use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};
 pub use pcapsleuth_decode::Decoded;
-pub use pcapsleuth_flow::{FlowEvent, PacketFlowInfo, PacketMeta};
+pub use pcapsleuth_flow::{FlowEvent, FlowSummary, PacketFlowInfo, PacketMeta};
 
-use pcapsleuth_core::{Endpoint, StreamId};
+use pcapsleuth_core::{Endpoint, InterfaceId, StreamId, Timestamp};
 use std::collections::HashMap;
 
 /// One decoded packet with its flow verdict.
@@ -32,23 +32,116 @@ pub struct PacketContext<'a> {
     pub flow: PacketFlowInfo,
 }
 
-/// What a detector may consult when it writes its findings.
+/// One capture interface as the pipeline saw it: the pcapng Interface
+/// Description Block (or the pcap file header) plus what the frames on it
+/// showed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterfaceContext {
+    /// Interface id as in [`PacketMeta::interface`] (pcapng IDB index across
+    /// sections, 0 for pcap; in a merged set, the merged id).
+    pub id: InterfaceId,
+    /// pcapng `if_name`, when recorded.
+    pub name: Option<String>,
+    /// Link type number (`LINKTYPE_*`, see [`pcapsleuth_core::linktype`]).
+    pub linktype: u32,
+    /// Timestamp of the first frame seen on it, ns since the Unix epoch
+    /// (`None` when no frame was captured on it).
+    pub first_ts: Option<Timestamp>,
+    /// Timestamp of the last frame seen on it, ns since the Unix epoch.
+    pub last_ts: Option<Timestamp>,
+    /// Frames seen on it.
+    pub frames: u64,
+    /// Packets dropped by the capturing interface (pcapng Interface
+    /// Statistics Block `isb_ifdrop`, RFC draft-ietf-opsawg-pcapng §4.6),
+    /// when the file records it. `None` today: the ingest crate does not
+    /// parse ISBs yet.
+    pub if_drops: Option<u64>,
+}
+
+/// The time span of a capture, ns since the Unix epoch. `first`/`last` are
+/// in file order (frame 1 and the last frame, as the report's `first_ts_ns`
+/// and `last_ts_ns`); a multi-interface pcapng is not sorted by time, so
+/// `earliest`/`latest` give the real extent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CaptureSpan {
+    /// Timestamp of frame 1, ns.
+    pub first: Timestamp,
+    /// Timestamp of the last frame, ns.
+    pub last: Timestamp,
+    /// Smallest timestamp of any frame, ns.
+    pub earliest: Timestamp,
+    /// Largest timestamp of any frame, ns.
+    pub latest: Timestamp,
+}
+
+/// What a detector may consult when it writes its findings. Filled by the
+/// pipeline (`pcapsleuth_analyze::Pipeline`) at the end of the capture.
 #[derive(Debug, Default)]
 pub struct FinishContext {
     /// Client and server endpoints of every `tcp.stream`.
     pub streams: HashMap<StreamId, (Endpoint, Endpoint)>,
+    /// Every interface of the capture, in id order.
+    pub interfaces: Vec<InterfaceContext>,
+    /// First and last frame timestamps; `None` when the capture has no frame.
+    pub span: Option<CaptureSpan>,
+    /// Per-flow summaries (the `pcapsleuth flows` rows), one per `tcp.stream`
+    /// in stream order.
+    pub flows: Vec<FlowSummary>,
 }
 
 impl FinishContext {
     /// The [`FlowRef`] (client → server) of a TCP stream, if known.
     pub fn flow_ref(&self, stream: StreamId) -> Option<FlowRef> {
         self.streams.get(&stream).map(|(c, s)| FlowRef {
-            protocol: "tcp".to_string(),
+            protocol: pcapsleuth_core::Protocol::Tcp,
             client: c.addr.to_string(),
             client_port: c.port,
             server: s.addr.to_string(),
             server_port: s.port,
         })
+    }
+
+    /// The interface with id `id`, if the capture described it.
+    pub fn interface(&self, id: InterfaceId) -> Option<&InterfaceContext> {
+        self.interfaces.iter().find(|i| i.id == id)
+    }
+
+    /// When the capture ended for something seen on `interface`: the last
+    /// frame captured on that interface when known (a multi-interface capture
+    /// may stop one interface early), else the latest frame of the capture.
+    /// `None` without frames.
+    pub fn capture_end(&self, interface: Option<InterfaceId>) -> Option<Timestamp> {
+        interface
+            .and_then(|i| self.interface(i))
+            .and_then(|i| i.last_ts)
+            .or_else(|| self.span.map(|s| s.latest))
+    }
+
+    /// Censoring at the capture's edge: how long (ns) after `last` — the
+    /// last transmission of something still unanswered, whose timer of
+    /// nominal `next_ns` would fire next — the capture (of `interface`, see
+    /// [`Self::capture_end`]) ended, when it ended before that timer was
+    /// surely due (the late edge of [`timer::timer_window`]). The condition
+    /// is then open at the end of the capture: censored, not concluded.
+    /// `None` when the timer was overdue (the capture saw it not fire) or the
+    /// end is unknown.
+    pub fn open_at_end(
+        &self,
+        interface: Option<InterfaceId>,
+        last: Timestamp,
+        next_ns: i64,
+    ) -> Option<i64> {
+        let end = self.capture_end(interface)?;
+        let after = end.0.saturating_sub(last.0).max(0);
+        (after < timer::timer_window(next_ns).1).then_some(after)
+    }
+
+    /// The summary of `tcp.stream` `stream`, if it exists.
+    pub fn flow_summary(&self, stream: StreamId) -> Option<&FlowSummary> {
+        self.flows
+            .binary_search_by_key(&stream, |f| f.tcp_stream)
+            .ok()
+            .and_then(|i| self.flows.get(i))
     }
 }
 
@@ -57,6 +150,9 @@ impl FinishContext {
 pub struct DetectorInfo {
     /// Stable id used in findings and on the command line (`"syn-retransmit"`).
     pub id: &'static str,
+    /// Other ids accepted on the command line and by `explain` (e.g.
+    /// `pmtu-blackhole` for `mss-blackhole`); findings always carry `id`.
+    pub aliases: &'static [&'static str],
     /// One-line title.
     pub title: &'static str,
     /// What it looks for, why (seed incident), false positives, and what to do.
@@ -73,4 +169,51 @@ pub trait Detector: Send {
     fn on_packet(&mut self, _pkt: &PacketContext<'_>) {}
     /// End of capture: return findings (any order; the pipeline sorts them).
     fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: i64 = 1_000_000;
+
+    fn ctx(if0_last_ms: Option<i64>, latest_ms: i64) -> FinishContext {
+        FinishContext {
+            span: Some(CaptureSpan {
+                first: Timestamp(0),
+                last: Timestamp(latest_ms * MS),
+                earliest: Timestamp(0),
+                latest: Timestamp(latest_ms * MS),
+            }),
+            interfaces: vec![InterfaceContext {
+                id: 0,
+                name: None,
+                linktype: 1,
+                first_ts: Some(Timestamp(0)),
+                last_ts: if0_last_ms.map(|t| Timestamp(t * MS)),
+                frames: 1,
+                if_drops: None,
+            }],
+            ..FinishContext::default()
+        }
+    }
+
+    #[test]
+    fn open_at_end_until_the_next_timer_is_surely_due() {
+        let c = ctx(None, 5_000);
+        // Last transmission at 4 s, next timer 2 s later: still open at 5 s.
+        assert_eq!(c.open_at_end(None, Timestamp(4_000 * MS), 2_000 * MS), Some(1_000 * MS));
+        // Within the late slack of the timer window: still open.
+        assert!(c.open_at_end(None, Timestamp(2_950 * MS), 2_000 * MS).is_some());
+        // Overdue: concluded.
+        assert_eq!(c.open_at_end(None, Timestamp(1_000 * MS), 2_000 * MS), None);
+        // The interface stopped early: its own end counts.
+        let c = ctx(Some(4_100), 60_000);
+        assert_eq!(c.capture_end(Some(0)), Some(Timestamp(4_100 * MS)));
+        assert_eq!(c.capture_end(Some(7)), Some(Timestamp(60_000 * MS)));
+        assert!(c.open_at_end(Some(0), Timestamp(4_000 * MS), 2_000 * MS).is_some());
+        assert!(c.open_at_end(None, Timestamp(4_000 * MS), 2_000 * MS).is_none());
+        // No frames: unknown, not censored.
+        assert_eq!(FinishContext::default().open_at_end(None, Timestamp(0), MS), None);
+    }
 }

@@ -124,6 +124,19 @@ pub fn segment(
         since_first_tx_ns: None,
         ack_rtt_ns: None,
         bytes_in_flight: None,
+        fingerprint: pcapsleuth_flow::PacketFingerprint {
+            ip_id: None,
+            l4: pcapsleuth_flow::L4Fingerprint::Tcp(pcapsleuth_flow::TcpFingerprint {
+                seq: SeqNum(isn).add(rel_seq as u32),
+                ack: SeqNum(1),
+                flags: TcpFlags::ACK,
+                window: 500,
+                payload_len: len,
+                timestamps: None,
+                sack0: None,
+                payload_hash: 0,
+            }),
+        },
     }
 }
 
@@ -150,9 +163,13 @@ pub fn frag_needed(
         icmp_dst: client.addr,
         quoted_src: client,
         quoted_dst: server,
+        quoted_proto: pcapsleuth_core::ip_protocol::TCP,
+        quoted_ports: true,
+        quoted_ip_id: None,
         quoted_ip_len: 1500,
         quoted_seq: None,
         stream: Some(0),
+        udp_stream: None,
         quoted_dir: Some(C2S),
         quoted_rel_seq: Some(rel_seq),
         matched: None,
@@ -317,6 +334,7 @@ impl Script {
             flow: PacketFlowInfo {
                 stream: Some(0),
                 dir: Some(s.dir),
+                ..PacketFlowInfo::default()
             },
         });
     }

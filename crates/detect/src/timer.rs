@@ -74,6 +74,17 @@ pub fn matches_timer(observed_ns: i64, nominal_ns: i64) -> bool {
     observed_ns >= lo && observed_ns <= hi
 }
 
+/// Linux `TCP_RTO_MAX` (120 s, `include/net/tcp.h`): the retransmission
+/// timer's backoff never waits longer (RFC 6298 §2.5 allows a maximum ≥ 60 s).
+pub const TCP_RTO_MAX_NS: i64 = 120_000_000_000;
+
+/// The nominal wait (ns) before the next retransmission after one that
+/// followed a gap of `last_gap_ns`: the timer doubles (RFC 6298 §5.5, Linux
+/// `tcp_retransmit_timer()`), up to [`TCP_RTO_MAX_NS`].
+pub fn next_backoff_ns(last_gap_ns: i64) -> i64 {
+    last_gap_ns.max(0).saturating_mul(2).min(TCP_RTO_MAX_NS)
+}
+
 /// Tick of the coarse "slow" TCP timer of BSD-derived and older Windows
 /// stacks, ns: 4.4BSD `tcp_slowtimo()` runs every 500 ms (`PR_SLOWHZ` 2, TCP/IP
 /// Illustrated Vol. 2 §25.1), so a timer armed between ticks fires up to one
@@ -146,6 +157,13 @@ mod tests {
                 timer_window(nom * MS)
             );
         }
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_rto_max() {
+        assert_eq!(next_backoff_ns(3_520 * MS), 7_040 * MS);
+        assert_eq!(next_backoff_ns(80_000 * MS), TCP_RTO_MAX_NS);
+        assert_eq!(next_backoff_ns(-1), 0);
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Events the flow table emits, in frame order, for detectors.
 
-use pcapsleuth_core::{Direction, Endpoint, FrameNo, InterfaceId, SeqNum, StreamId, Timestamp};
+use crate::PacketFingerprint;
+use pcapsleuth_core::{
+    ip_protocol, Direction, Endpoint, FrameNo, InterfaceId, SeqNum, StreamId, Timestamp,
+};
 use pcapsleuth_decode::{IcmpKind, TcpFlags};
 use serde::Serialize;
 use std::net::IpAddr;
@@ -120,6 +123,10 @@ pub struct SegmentEvent {
     pub ack_rtt_ns: Option<i64>,
     /// Bytes in flight after this segment (Wireshark's `tcp.analysis.bytes_in_flight`).
     pub bytes_in_flight: Option<u64>,
+    /// NAT-invariant identity of the packet: finds its copies on other
+    /// interfaces also when NAT put them in another `tcp.stream`
+    /// ([`crate::FingerprintIndex`]).
+    pub fingerprint: PacketFingerprint,
 }
 
 /// What ended a stall.
@@ -201,7 +208,15 @@ pub struct QuotedSegmentMatch {
     pub ip_len: u32,
 }
 
-/// An ICMP/ICMPv6 error matched to the TCP flow it quotes.
+/// An ICMP/ICMPv6 error message that quotes a packet (RFC 792, RFC 4443 §2.4(c)).
+///
+/// Emitted once for **every** such error, whatever it quotes (TCP, UDP, ICMP,
+/// another protocol, a header cut short) and whether or not the quote matches
+/// a known flow, so detectors never need to read ICMP from raw packets.
+/// When the quote is a TCP header with both ports ([`IcmpErrorEvent::quotes_tcp`]),
+/// it is matched to its `tcp.stream` as Wireshark's dissection of the quote
+/// does, and to the captured segment it quotes; otherwise `stream`,
+/// `quoted_dir`, `quoted_rel_seq` and `matched` are `None`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IcmpErrorEvent {
     /// Frame of the ICMP message.
@@ -222,22 +237,90 @@ pub struct IcmpErrorEvent {
     pub icmp_src: IpAddr,
     /// Destination of the ICMP message.
     pub icmp_dst: IpAddr,
-    /// Quoted packet's source.
+    /// Quoted packet's source (port 0 when the quote holds no ports, see `quoted_ports`).
     pub quoted_src: Endpoint,
-    /// Quoted packet's destination.
+    /// Quoted packet's destination (port 0 when the quote holds no ports).
     pub quoted_dst: Endpoint,
+    /// Quoted IP protocol number (IPv4 `protocol`, IPv6 last `next header`
+    /// decoded), as in [`pcapsleuth_core::ip_protocol`]: `TCP` 6, `UDP` 17,
+    /// `ICMP` 1, `ICMPV6` 58, …
+    pub quoted_proto: u8,
+    /// Both transport ports were quoted: a TCP, UDP, DCCP, SCTP or UDP-Lite
+    /// header of at least 4 bytes, not in a non-first fragment.
+    pub quoted_ports: bool,
+    /// Quoted IPv4 identification (`None` for IPv6): with the quoted TCP
+    /// sequence number it identifies the original packet also across NAT
+    /// (see [`crate::PacketFingerprint`]).
+    pub quoted_ip_id: Option<u32>,
     /// Quoted IP datagram length in bytes (the packet that did not fit).
     pub quoted_ip_len: u32,
-    /// Quoted TCP sequence number, if quoted.
+    /// Quoted TCP sequence number, if TCP and at least 8 transport bytes were quoted.
     pub quoted_seq: Option<SeqNum>,
     /// Stream of the quoted flow, if it is a known (or newly created) TCP flow.
     pub stream: Option<StreamId>,
-    /// Direction of the quoted packet within that flow.
+    /// `udp.stream` of a quoted UDP header, when Wireshark numbers it
+    /// (`crate::udp`; the same as [`crate::PacketFlowInfo::udp_stream`]).
+    pub udp_stream: Option<StreamId>,
+    /// Direction of the quoted packet within `stream` (TCP) or `udp_stream` (UDP).
     pub quoted_dir: Option<Direction>,
     /// Quoted sequence relative to the quoted sender's ISN.
     pub quoted_rel_seq: Option<i64>,
     /// The captured segment the quote refers to, if found.
     pub matched: Option<QuotedSegmentMatch>,
+}
+
+/// One UDP datagram (the innermost UDP header of the frame), numbered with
+/// Wireshark's `udp.stream` (`crate::udp`). Emitted for every datagram the
+/// UDP dissector numbers, in frame order; a UDP header quoted in an ICMP error
+/// is not a datagram (its stream is in [`crate::PacketFlowInfo::udp_stream`]).
+///
+/// The payload itself stays in the decoded packet
+/// (`pcapsleuth_decode::UdpDatagram::payload`): a detector reads it in
+/// `on_packet`, where [`crate::PacketFlowInfo::udp_stream`] gives the same
+/// stream as this event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DatagramEvent {
+    /// `udp.stream`.
+    pub stream: StreamId,
+    /// Direction: client→server when sent by the conversation's first sender.
+    pub dir: Direction,
+    /// Frame number.
+    pub frame: FrameNo,
+    /// Capture time, ns since the Unix epoch.
+    pub ts: Timestamp,
+    /// Interface it was captured on.
+    pub interface: InterfaceId,
+    /// Sender's address and port.
+    pub src: Endpoint,
+    /// Receiver's address and port.
+    pub dst: Endpoint,
+    /// UDP payload length in bytes, from the UDP Length field (minus the
+    /// 8-byte header; for an IPv6 jumbogram, from the IP payload length).
+    pub payload_len: u32,
+    /// Payload bytes actually captured (≤ `payload_len` when the snaplen cut it).
+    pub captured_len: u32,
+    /// IP datagram length in bytes (IPv4 total length; IPv6 40 + payload length).
+    pub ip_len: u32,
+    /// IPv4 identification (or IPv6 fragment header id), if any.
+    pub ip_id: Option<u32>,
+    /// IPv4 TTL / IPv6 hop limit.
+    pub ttl: u8,
+    /// True for the datagram that created this `udp.stream` (its first
+    /// sighting; a conversation created by an ICMP error's quote has none).
+    pub first_in_stream: bool,
+    /// NAT-invariant identity of the datagram (IP ID, payload length and
+    /// payload hash): finds its copies on other interfaces also when NAT put
+    /// them in another `udp.stream` ([`crate::FingerprintIndex`]).
+    pub fingerprint: PacketFingerprint,
+}
+
+impl IcmpErrorEvent {
+    /// The quote is a TCP header with both ports: the only errors matched to
+    /// a `tcp.stream` (and the only ones the flow table emitted before it
+    /// reported every error). Detectors about TCP flows filter on this.
+    pub fn quotes_tcp(&self) -> bool {
+        self.quoted_proto == ip_protocol::TCP && self.quoted_ports
+    }
 }
 
 /// Everything the flow table tells detectors.
@@ -251,8 +334,10 @@ pub enum FlowEvent {
     Stall(StallEvent),
     /// An advertised window changed.
     WindowChange(WindowChangeEvent),
-    /// An ICMP error quoting a TCP flow.
+    /// An ICMP/ICMPv6 error quoting a packet (any protocol, matched or not).
     IcmpError(IcmpErrorEvent),
+    /// A UDP datagram, with its `udp.stream`.
+    Datagram(DatagramEvent),
 }
 
 /// Zeek `conn_state` vocabulary.

@@ -7,6 +7,11 @@
 //! - classifies every segment with Wireshark's `tcp.analysis.*` heuristics
 //!   (`tcp_analyze_sequence_number` in `epan/dissectors/packet-tcp.c`) and with
 //!   our corrected verdict (duplicate sightings, Linux zero-window probes),
+//! - reports every ICMP/ICMPv6 error that quotes a packet once
+//!   ([`FlowEvent::IcmpError`]), matched to the `tcp.stream` it quotes when it quotes TCP,
+//! - gives every segment a NAT-invariant [`PacketFingerprint`] so a
+//!   [`FingerprintIndex`] finds its copies on other interfaces, also across NAT
+//!   (module [`fingerprint`]),
 //! - emits [`FlowEvent`]s that detectors consume instead of re-deriving TCP state.
 //!
 //! # Memory model
@@ -27,7 +32,7 @@
 //!   its two machines (`TCP_MAX_UNACKED_SEGMENTS`); ≤ 4096 × 40-byte
 //!   first-transmission records (160-byte boxed history);
 //! - ≤ 256 × 48-byte recent verdicts and ≤ 256 duplicate-sighting
-//!   fingerprints of 128 bytes (120-byte entry + 8-byte hash), expired by
+//!   fingerprints of 136 bytes (128-byte entry + 8-byte hash), expired by
 //!   timestamp (`sightings.rs`), plus ≤ 4 × 32-byte per-interface clocks.
 //!
 //! A short flow (handshake, a segment each way, FIN/FIN/ACK) holds roughly
@@ -42,9 +47,9 @@
 //! Wireshark machines shrunk to fit — normally their unacked lists are empty),
 //! and 4 duplicate fingerprints are kept for good (those not yet matched are
 //! kept for one more second of capture time, since another interface's copies
-//! may follow in file order: ≤ 65 536 × 128 bytes over all finished flows).
-//! A finished short flow costs about 2 200 bytes (before this compaction:
-//! 2 620): the 1 424-byte record, 512 bytes of duplicate fingerprints, 192 of recent verdicts, its map entry, and
+//! may follow in file order: ≤ 65 536 × 136 bytes over all finished flows).
+//! A finished short flow costs about 2 300 bytes (before this compaction:
+//! 2 620): the 1 424-byte record, 544 bytes of duplicate fingerprints, 192 of recent verdicts, its map entry, and
 //! its duplicate-sighting list ([`FlowSummary::sightings`], capped by
 //! [`FlowConfig::max_sightings`]; empty for most flows). Summaries are built
 //! on demand by [`FlowTable::summaries`] from the compact counters.
@@ -58,9 +63,15 @@
 pub mod analysis;
 mod endpoint;
 pub mod events;
+pub mod fingerprint;
 mod sightings;
 mod summary;
 mod table;
+pub mod udp;
 
 pub use events::*;
+pub use fingerprint::{
+    FingerprintIndex, FingerprintSighting, L4Fingerprint, PacketFingerprint, TcpFingerprint,
+    UdpFingerprint,
+};
 pub use table::{FlowConfig, FlowTable, PacketFlowInfo, PacketMeta};

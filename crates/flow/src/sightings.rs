@@ -10,10 +10,11 @@
 //! from one interface precedes the other interface's copies, whose timestamps
 //! are *earlier* (`fixtures/captures/two-interfaces.pcapng`). A ring of the
 //! last 16 segments per stream missed those. This table instead:
-//! - keys each packet by a [`DupSig`] fingerprint (direction, raw seq/ack,
-//!   flags, payload length, IP ID, raw window, TCP timestamps, first SACK
-//!   block, FNV-1a of the first 32 captured payload bytes) plus a 64-bit hash
-//!   of it that is scanned first;
+//! - keys each packet by a [`DupSig`]: its direction and its public
+//!   [`PacketFingerprint`] (IP ID, raw seq/ack, flags, payload length, raw
+//!   window, TCP timestamps, first SACK block, FNV-1a of the first 32 captured
+//!   payload bytes; `fingerprint.rs`), plus a 64-bit hash of it that is
+//!   scanned first;
 //! - matches in either time direction: `|Δts| ≤ FlowConfig::duplicate_window_ns`;
 //! - expires entries by timestamp, not by count: per stream it tracks the
 //!   latest timestamp seen at each [`SightKey`] place (timestamps from one
@@ -28,8 +29,8 @@
 //! The first sighting in **file** order updates flow state; later ones get
 //! `duplicate_of` = its frame (Wireshark cites by frame number).
 
-use crate::SegmentAnalysis;
-use pcapsleuth_core::{Direction, FrameNo, InterfaceId, SeqNum, Timestamp};
+use crate::{PacketFingerprint, SegmentAnalysis};
+use pcapsleuth_core::{Direction, FrameNo, InterfaceId, Timestamp};
 use std::collections::VecDeque;
 
 /// Most fingerprints remembered per open stream (oldest inserted evicted).
@@ -57,43 +58,24 @@ pub(crate) const SINGLE_PLACE_HORIZON_NS: i64 = 1_000_000_000;
 /// back to the single-place horizon.
 const MAX_PLACES: usize = 4;
 
-/// What makes two captured packets "the same packet" (duplicate sightings).
+/// What makes two captured packets of one stream "the same packet"
+/// (duplicate sightings): the direction plus the packet's
+/// [`PacketFingerprint`] (which leaves addresses and ports out; within one
+/// stream they are equal anyway).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct DupSig {
     pub(crate) dir: Direction,
-    pub(crate) ip_id: u32,
-    pub(crate) seq: SeqNum,
-    pub(crate) ack: SeqNum,
-    pub(crate) flags: u16,
-    pub(crate) payload_len: u32,
-    pub(crate) window: u16,
-    pub(crate) tsopt: Option<(u32, u32)>,
-    pub(crate) sack0: Option<(SeqNum, SeqNum)>,
-    pub(crate) hash: u64,
+    pub(crate) fp: PacketFingerprint,
 }
 
 impl DupSig {
     /// Cheap 64-bit summary scanned before the full comparison (FNV-1a mix).
     fn quick(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut mix = |v: u64| {
-            h ^= v;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        };
-        mix(match self.dir {
-            Direction::ClientToServer => 0,
+        let d = match self.dir {
+            Direction::ClientToServer => 0u64,
             Direction::ServerToClient => 1,
-        });
-        mix(u64::from(self.ip_id));
-        mix(u64::from(self.seq.0));
-        mix(u64::from(self.ack.0));
-        mix(u64::from(self.flags) << 32 | u64::from(self.window));
-        mix(u64::from(self.payload_len));
-        mix(self
-            .tsopt
-            .map_or(0, |(a, b)| u64::from(a) << 32 | u64::from(b)));
-        mix(self.hash);
-        h
+        };
+        (self.fp.quick() ^ d).wrapping_mul(0x0100_0000_01b3)
     }
 }
 
@@ -190,7 +172,7 @@ impl SightingTable {
             if let Some(e) = self.entries.get_mut(i) {
                 if e.sig == sig
                     && ts.0.abs_diff(e.ts.0) <= window as u64
-                    && (sig.ip_id != 0 || e.key != key)
+                    && (sig.fp.strong() || e.key != key)
                 {
                     e.matched = true;
                     hit = Some(*e);
@@ -323,7 +305,7 @@ impl SightingTable {
 
 /// Most fingerprints held by finished streams awaiting a sweep (all streams
 /// together); beyond this the oldest closed stream is swept early. 65 536 ×
-/// 128 bytes (entry plus its quick hash) = 8 MiB at most.
+/// 136 bytes (entry plus its quick hash) = 8.5 MiB at most.
 pub(crate) const MAX_PENDING_TOTAL: usize = 65_536;
 
 /// Finished streams still holding pending sightings, in close order, with the
@@ -367,19 +349,25 @@ impl SweepQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{L4Fingerprint, TcpFingerprint};
+    use pcapsleuth_core::SeqNum;
 
     fn sig(seq: u32, ip_id: u32) -> DupSig {
         DupSig {
             dir: Direction::ClientToServer,
-            ip_id,
-            seq: SeqNum(seq),
-            ack: SeqNum(1),
-            flags: 0x10,
-            payload_len: 100,
-            window: 500,
-            tsopt: None,
-            sack0: None,
-            hash: 7,
+            fp: PacketFingerprint {
+                ip_id: Some(ip_id),
+                l4: L4Fingerprint::Tcp(TcpFingerprint {
+                    seq: SeqNum(seq),
+                    ack: SeqNum(1),
+                    flags: 0x10,
+                    window: 500,
+                    payload_len: 100,
+                    timestamps: None,
+                    sack0: None,
+                    payload_hash: 7,
+                }),
+            },
         }
     }
 

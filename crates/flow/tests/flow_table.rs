@@ -143,6 +143,7 @@ impl Harness {
             kind: IcmpKind::FragNeeded,
             mtu: Some(1400),
             quoted: Some(q),
+            echo: None,
         };
         let mut h = ip("203.0.113.9", A, 576, 0);
         h.protocol = 1;
@@ -278,6 +279,92 @@ fn icmp_quotes_take_part_only_with_16_bytes() {
     assert!(matches!(h.events[0], FlowEvent::FlowStarted(_)));
     // A quoted bare SYN with a new ISN for an established flow starts a new stream.
     assert_eq!(h.icmp(15, 424242, S, 20, 40000).stream, Some(2));
+}
+
+/// An ICMPv4 error (type 3 / code 3 port unreachable, or `kind` as given)
+/// from B to A quoting `q`.
+fn icmp_error(h: &mut Harness, ts_ms: i64, q: QuotedPacket, kind: IcmpKind) -> PacketFlowInfo {
+    h.frame += 1;
+    let m = IcmpMessage {
+        version: IpVersion::V4,
+        icmp_type: 3,
+        code: if kind == IcmpKind::FragNeeded { 4 } else { 3 },
+        kind,
+        mtu: (kind == IcmpKind::FragNeeded).then_some(1400),
+        quoted: Some(q),
+        echo: None,
+    };
+    let mut hdr = ip(B, A, 576, 0);
+    hdr.protocol = 1;
+    let d = Decoded {
+        ip: Some(hdr),
+        transport: Transport::Icmp(m),
+        ..Decoded::default()
+    };
+    h.feed_decoded(ts_ms * 1_000_000, &d)
+}
+
+fn quote(protocol: u8, ports: Option<(u16, u16)>, transport_bytes: u32) -> QuotedPacket {
+    let mut qip = ip(A, B, 1500, 0x4242);
+    qip.protocol = protocol;
+    QuotedPacket {
+        ip: qip,
+        src_port: ports.map(|p| p.0),
+        dst_port: ports.map(|p| p.1),
+        tcp_seq: None,
+        tcp_ack: None,
+        tcp_flags: None,
+        transport_bytes,
+    }
+}
+
+#[test]
+fn every_icmp_error_quoting_a_packet_is_reported_once() {
+    let mut h = Harness::new();
+    handshake(&mut h, 0);
+    h.events.clear();
+    // UDP, ICMP echo, ESP, and a TCP quote cut before the ports: one event each,
+    // matched to no tcp.stream.
+    let cases = [
+        (17, Some((5353, 53)), 8, IcmpKind::DestUnreachable),
+        (1, None, 8, IcmpKind::FragNeeded),
+        (50, None, 8, IcmpKind::FragNeeded),
+        (6, None, 2, IcmpKind::FragNeeded),
+    ];
+    for (i, &(proto, ports, bytes, kind)) in cases.iter().enumerate() {
+        let info = icmp_error(&mut h, 10 + i as i64, quote(proto, ports, bytes), kind);
+        assert_eq!(info.stream, None);
+    }
+    let evs: Vec<_> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            FlowEvent::IcmpError(ev) => Some(*ev),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(evs.len(), cases.len(), "{:?}", h.events);
+    for (ev, &(proto, ports, _, kind)) in evs.iter().zip(&cases) {
+        assert_eq!(ev.quoted_proto, proto);
+        assert_eq!(ev.quoted_ports, ports.is_some());
+        assert_eq!(ev.kind, kind);
+        assert!(!ev.quotes_tcp());
+        assert_eq!((ev.stream, ev.quoted_rel_seq, ev.matched), (None, None, None));
+        assert_eq!(ev.quoted_ip_id, Some(0x4242));
+        assert_eq!(ev.quoted_ip_len, 1500);
+        assert_eq!(ev.quoted_src.port, ports.map_or(0, |p| p.0));
+        assert_eq!(ev.quoted_dst.addr, B.parse::<IpAddr>().unwrap());
+    }
+    // A TCP quote with ports is still matched to its stream.
+    h.events.clear();
+    let i = h.icmp(20, 101, AK, 20, 40000);
+    assert_eq!(i.stream, Some(0));
+    let FlowEvent::IcmpError(ev) = h.events[0] else {
+        panic!("{:?}", h.events)
+    };
+    assert!(ev.quotes_tcp());
+    assert_eq!(ev.quoted_proto, 6);
+    assert_eq!(ev.stream, Some(0));
 }
 
 #[test]

@@ -274,7 +274,7 @@ fn render_finding(o: &mut String, ci: usize, fi: usize, f: &Finding, s: Option<&
         let _ = write!(
             o,
             "<tr><th>flow</th><td>{} {} → {}</td></tr>",
-            esc(&fl.protocol),
+            esc(fl.protocol.as_str()),
             esc(&ep(&fl.client, fl.client_port)),
             esc(&ep(&fl.server, fl.server_port))
         );

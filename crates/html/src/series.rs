@@ -3,7 +3,10 @@
 //! [`collect_series`] is a **rendering aid**: the report layer reads the
 //! capture a second time (ingest → decode → flow table, no detectors) and
 //! keeps, for the few `tcp.stream`s that have findings, the per-segment facts
-//! a Stevens graph needs. The JSON report deliberately does not carry
+//! a Stevens graph needs. The pass runs the analysis pipeline itself
+//! ([`pcapsleuth_analyze::Pipeline`], without detectors), so the graphs see
+//! exactly the decode and stream numbering the findings came from. The JSON
+//! report deliberately does not carry
 //! per-packet data (it would grow with the capture), and the first pass does
 //! not know yet which streams will have findings, so buffering their segments
 //! there would mean buffering every flow. A second streaming pass costs one
@@ -11,11 +14,12 @@
 //! selected flow. Stream ids are stable between passes because the same
 //! deterministic flow table numbers them.
 
+use pcapsleuth_analyze::{observe_path, PacketContext, PacketObserver};
 use pcapsleuth_core::Direction;
-use pcapsleuth_decode::{Decoder, IcmpKind};
-use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowTable, PacketMeta, StallEnd};
-use pcapsleuth_ingest::{CaptureReader, IngestError};
-use std::collections::BTreeMap;
+use pcapsleuth_decode::IcmpKind;
+use pcapsleuth_flow::{FlowEvent, StallEnd};
+use pcapsleuth_ingest::IngestError;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Most segment points recorded per flow; later segments are dropped and
@@ -127,42 +131,24 @@ fn endpoint_text(e: &pcapsleuth_core::Endpoint) -> String {
 /// Second pass over `path` recording the series of the given `tcp.stream`s
 /// (see the module documentation for why). Returns one [`FlowSeries`] per
 /// requested stream that exists in the capture, in ascending stream order.
-/// Uses the default [`FlowConfig`] (stall threshold 150 ms), as the analysis does.
+/// Uses the default [`pcapsleuth_flow::FlowConfig`] (stall threshold 150 ms), as the analysis does.
 ///
 /// # Errors
 /// [`SeriesError::Ingest`] when the file cannot be opened or its header is
 /// unreadable. A read error later on ends the pass and keeps what was read.
 pub fn collect_series(path: &Path, streams: &[u64]) -> Result<Vec<FlowSeries>, SeriesError> {
-    let mut reader = CaptureReader::open(path)?;
-    let capture = path.display().to_string();
-    let mut want: BTreeMap<u64, FlowSeries> = BTreeMap::new();
-    let wanted: std::collections::BTreeSet<u64> = streams.iter().copied().collect();
+    let wanted: BTreeSet<u64> = streams.iter().copied().collect();
     if wanted.is_empty() {
         return Ok(Vec::new());
     }
-    let mut decoder = Decoder::new();
-    let mut table = FlowTable::new(FlowConfig::default());
-    let mut events: Vec<FlowEvent> = Vec::with_capacity(16);
+    let mut rec = Recorder {
+        wanted,
+        out: BTreeMap::new(),
+        capture: path.display().to_string(),
+    };
     // A read error ends the pass; what was read is kept.
-    while let Ok(Some(frame)) = reader.next_frame() {
-        let meta = PacketMeta {
-            frame: frame.number,
-            ts: frame.ts,
-            interface: frame.interface,
-        };
-        let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
-        events.clear();
-        table.on_packet(&meta, &decoded, &mut events);
-        for ev in &events {
-            record(ev, &wanted, &mut want, &capture);
-        }
-    }
-    events.clear();
-    table.finish(&mut events);
-    for ev in &events {
-        record(ev, &wanted, &mut want, &capture);
-    }
-    let mut out: Vec<FlowSeries> = want.into_values().collect();
+    let _ = observe_path(path, Vec::new(), &mut rec)?;
+    let mut out: Vec<FlowSeries> = rec.out.into_values().collect();
     for fs in &mut out {
         // Stalls are reported when they close; put markers in time order.
         fs.markers.sort_by_key(|m| (m.ts_ns, m.frame));
@@ -170,9 +156,30 @@ pub fn collect_series(path: &Path, streams: &[u64]) -> Result<Vec<FlowSeries>, S
     Ok(out)
 }
 
+/// Records the events of the wanted streams as the pipeline emits them.
+struct Recorder {
+    wanted: BTreeSet<u64>,
+    out: BTreeMap<u64, FlowSeries>,
+    capture: String,
+}
+
+impl PacketObserver for Recorder {
+    fn packet(&mut self, _pkt: &PacketContext<'_>, events: &[FlowEvent]) {
+        for ev in events {
+            record(ev, &self.wanted, &mut self.out, &self.capture);
+        }
+    }
+
+    fn finish(&mut self, events: &[FlowEvent]) {
+        for ev in events {
+            record(ev, &self.wanted, &mut self.out, &self.capture);
+        }
+    }
+}
+
 fn record(
     ev: &FlowEvent,
-    wanted: &std::collections::BTreeSet<u64>,
+    wanted: &BTreeSet<u64>,
     out: &mut BTreeMap<u64, FlowSeries>,
     capture: &str,
 ) {

@@ -386,10 +386,97 @@ pub fn sending_direction(f: &Finding, s: &FlowSeries) -> Direction {
 /// cited frame is labelled `#N`. With `window` (ns since the epoch, start and
 /// end) only that time range is drawn (a zoom on the finding).
 pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)>) -> String {
-    let dir = sending_direction(f, s);
-    let peer = dir.reverse();
-    let (w, h) = (1100.0f64, 440.0f64);
-    let (left, right, top, bottom) = (90.0, 20.0, 28.0, 50.0);
+    let g = Plot::new(f, s, window);
+    let mut o = String::new();
+    stevens_frame(&mut o, &g, s, uid);
+    let _ = write!(o, r##"<g clip-path="url(#clip-{uid})">"##);
+    stevens_span(&mut o, &g, f);
+    stevens_stalls(&mut o, &g, s);
+    stevens_icmp(&mut o, &g, s);
+    stevens_ack_window(&mut o, &g, s);
+    stevens_segments(&mut o, &g, s);
+    o.push_str("</g>");
+    stevens_citations(&mut o, &g, f, s);
+    if s.capped {
+        let _ = write!(
+            o,
+            r##"<text x="{:.1}" y="16" font-size="11" fill="#c92a2a" text-anchor="end">series capped: later segments not drawn</text>"##,
+            g.w - g.right
+        );
+    }
+    o.push_str("</svg>");
+    o
+}
+
+/// Geometry shared by the parts of a [`stevens`] graph.
+#[derive(Clone, Copy)]
+struct Plot {
+    /// Direction whose data is plotted.
+    dir: Direction,
+    /// The other direction (ACKs, window).
+    peer: Direction,
+    /// Width and height, px.
+    w: f64,
+    h: f64,
+    /// Margins, px.
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+    /// Time (ms since `t0`) to x.
+    x: Scale,
+    /// Relative sequence number (bytes) to y.
+    y: Scale,
+    /// Earliest time of the series, ns since the epoch.
+    t0: i64,
+    /// Time unit divisor (from ms) and name for the x axis.
+    div: f64,
+    unit: &'static str,
+    /// The zoom window, ns since the epoch.
+    window: Option<(i64, i64)>,
+}
+
+impl Plot {
+    /// Scales for `s`: x spans the series (or `window`), y the plotted
+    /// sequence numbers and ACKs.
+    fn new(f: &Finding, s: &FlowSeries, window: Option<(i64, i64)>) -> Plot {
+        let dir = sending_direction(f, s);
+        let peer = dir.reverse();
+        let (w, h) = (1100.0f64, 440.0f64);
+        let (left, right, top, bottom) = (90.0, 20.0, 28.0, 50.0);
+        let (t0, t1) = time_range(f, s);
+        let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
+        let span_ms = ms(t1).max(1.0);
+        let (div, unit) =
+            time_unit(window.map_or(span_ms, |(a, b)| b.saturating_sub(a) as f64 / 1e6));
+        let (y_min, y_top) = seq_range(s, dir, window);
+        let x = match window {
+            Some((a, b)) => Scale::new(ms(a), ms(b).max(ms(a) + 0.001), left, w - right),
+            None => Scale::new(0.0, span_ms * 1.01, left, w - right),
+        };
+        let y = Scale::new(y_min as f64, y_top, h - bottom, top);
+        Plot {
+            dir,
+            peer,
+            w,
+            h,
+            left,
+            right,
+            top,
+            bottom,
+            x,
+            y,
+            t0,
+            div,
+            unit,
+            window,
+        }
+    }
+}
+
+/// First and last time of the series (stall ends included), ns; the
+/// finding's span when the series is empty.
+fn time_range(f: &Finding, s: &FlowSeries) -> (i64, i64) {
     let t0 = s
         .points
         .iter()
@@ -409,12 +496,14 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
             t1 = t1.max(end_ts_ns);
         }
     }
-    let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
-    let span_ms = ms(t1).max(1.0);
-    let (div, unit) = time_unit(window.map_or(span_ms, |(a, b)| b.saturating_sub(a) as f64 / 1e6));
+    (t0, t1)
+}
+
+/// The y range (bytes): lowest value and top of the plot. Data and ACKs
+/// count; the window edge may run off the top (clipped).
+fn seq_range(s: &FlowSeries, dir: Direction, window: Option<(i64, i64)>) -> (i64, f64) {
     let in_window = |ts: i64| window.is_none_or(|(a, b)| ts >= a && ts <= b);
     let any_in = s.points.iter().any(|p| in_window(p.ts_ns));
-    // y range: data and ACKs; the window edge may run off the top (clipped).
     let mut y_max: i64 = 1;
     let mut y_min: i64 = i64::MAX;
     for p in s.points.iter().filter(|p| !any_in || in_window(p.ts_ns)) {
@@ -434,13 +523,26 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
         y_min = y_min.saturating_sub((y_max - y_min) / 20 + 1).max(0);
     }
     let y_top = y_max as f64 + (y_max - y_min) as f64 * 0.08 + 1.0;
-    let x = match window {
-        Some((a, b)) => Scale::new(ms(a), ms(b).max(ms(a) + 0.001), left, w - right),
-        None => Scale::new(0.0, span_ms * 1.01, left, w - right),
-    };
-    let y = Scale::new(y_min as f64, y_top, h - bottom, top);
+    (y_min, y_top)
+}
+
+/// The `<svg>` element, clip path, title line and axes.
+fn stevens_frame(o: &mut String, g: &Plot, s: &FlowSeries, uid: &str) {
+    let Plot {
+        dir,
+        w,
+        h,
+        left,
+        right,
+        top,
+        bottom,
+        x,
+        y,
+        window,
+        ..
+    } = *g;
+    let (div, unit) = (g.div, g.unit);
     let clip = format!("clip-{uid}");
-    let mut o = String::new();
     let _ = write!(
         o,
         r##"<svg class="stevens" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" role="img" aria-label="time-sequence graph of tcp.stream {}">"##,
@@ -468,7 +570,7 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
         esc(&sender)
     );
     axes(
-        &mut o,
+        o,
         x,
         y,
         div,
@@ -477,7 +579,19 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
         18.0,
         false,
     );
-    let _ = write!(o, r##"<g clip-path="url(#{clip})">"##);
+}
+
+/// The finding's time span, a pale band.
+fn stevens_span(o: &mut String, g: &Plot, f: &Finding) {
+    let Plot {
+        h,
+        top,
+        bottom,
+        x,
+        t0,
+        ..
+    } = *g;
+    let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
     // Finding span.
     let fx0 = x.at(ms(f.start_ts_ns));
     let fx1 = x.at(ms(f.end_ts_ns)).max(fx0 + 2.0);
@@ -487,6 +601,19 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
         fx1 - fx0,
         h - bottom - top
     );
+}
+
+/// Stalls as grey bands.
+fn stevens_stalls(o: &mut String, g: &Plot, s: &FlowSeries) {
+    let Plot {
+        h,
+        top,
+        bottom,
+        x,
+        t0,
+        ..
+    } = *g;
+    let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
     // Stalls: consecutive stalls separated by less than 3 px (e.g. a flow
     // that only trickles small segments) are drawn as one band.
     let mut bands: Vec<(f64, f64, u64, u64, f64, usize)> = Vec::new(); // x0, x1, first frame, last frame, total ms, count
@@ -543,6 +670,19 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
             );
         }
     }
+}
+
+/// ICMP errors as dashed vertical lines.
+fn stevens_icmp(o: &mut String, g: &Plot, s: &FlowSeries) {
+    let Plot {
+        h,
+        top,
+        bottom,
+        x,
+        t0,
+        ..
+    } = *g;
+    let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
     // ICMP markers (labels thinned so they do not overlap).
     let mut last_label = f64::NEG_INFINITY;
     for m in &s.markers {
@@ -584,6 +724,21 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
             }
         }
     }
+}
+
+/// The peer's cumulative ACK and receive-window edge.
+fn stevens_ack_window(o: &mut String, g: &Plot, s: &FlowSeries) {
+    let Plot {
+        peer,
+        w,
+        right,
+        top,
+        x,
+        y,
+        t0,
+        ..
+    } = *g;
+    let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
     // ACK line and window edge: step lines from the peer's segments, one
     // vertex per pixel column (the last value in that column).
     let mut ack_cols: BTreeMap<i64, (f64, f64, Option<f64>)> = BTreeMap::new();
@@ -652,6 +807,12 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
             w - right
         );
     }
+}
+
+/// Data segments (and SYN/FIN/RST marks) of the plotted direction.
+fn stevens_segments(o: &mut String, g: &Plot, s: &FlowSeries) {
+    let Plot { dir, x, y, t0, .. } = *g;
+    let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
     // Data segments merged per (pixel column, retransmitted).
     let mut cols: BTreeMap<(i64, bool), (f64, f64, f64)> = BTreeMap::new();
     let mut flags_drawn = 0usize;
@@ -708,7 +869,25 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
             );
         }
     }
-    o.push_str("</g>");
+}
+
+/// Cited frames, labelled `#N` (at most 60).
+fn stevens_citations(o: &mut String, g: &Plot, f: &Finding, s: &FlowSeries) {
+    let Plot {
+        dir,
+        w,
+        h,
+        right,
+        top,
+        bottom,
+        x,
+        y,
+        t0,
+        window,
+        ..
+    } = *g;
+    let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
+    let in_window = |ts: i64| window.is_none_or(|(a, b)| ts >= a && ts <= b);
     // Cited frames, labelled (at most 60).
     let mut labelled = 0usize;
     let mut placed: Vec<(f64, f64)> = Vec::new();
@@ -756,15 +935,6 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
             p.frame
         );
     }
-    if s.capped {
-        let _ = write!(
-            o,
-            r##"<text x="{:.1}" y="16" font-size="11" fill="#c92a2a" text-anchor="end">series capped: later segments not drawn</text>"##,
-            w - right
-        );
-    }
-    o.push_str("</svg>");
-    o
 }
 
 /// Histogram of connection-setup delays (ms) with about 12 bins.

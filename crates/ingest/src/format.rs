@@ -1,10 +1,10 @@
 //! What the reader loop asks of a container format: classify the record at
 //! the read position ([`Layout::step`]). Shared helpers and limits live here.
 
-use crate::legacy::{self, Legacy};
-use crate::pcapng::{self, Ng};
+use crate::legacy::{self, LegacyParams};
+use crate::pcapng::{self, PcapngSection};
 use crate::{InterfaceInfo, LinkType, WarningKind};
-use pcapsleuth_core::InterfaceId;
+use pcapsleuth_core::{linktype, InterfaceId};
 
 /// Largest record (bytes) the reader will buffer. A length field beyond this
 /// is treated as corruption ([`WarningKind::MalformedRecord`]) rather than
@@ -20,30 +20,30 @@ const WTAP_MAX_PACKET_SIZE_STANDARD: u32 = 262_144;
 /// reported as corrupt there and ends the file, so we do the same to keep
 /// `frame.number` parity.
 pub(crate) fn max_caplen(linktype: u32) -> u32 {
-    match linktype {
-        231 | 249 => 128 * 1024 * 1024, // DBUS, USBPCAP
-        279 => 8 * 1024 * 1024,         // EBHSCR
+    match u16::try_from(linktype) {
+        Ok(linktype::DBUS | linktype::USBPCAP) => 128 * 1024 * 1024,
+        Ok(linktype::EBHSCR) => 8 * 1024 * 1024,
         _ => WTAP_MAX_PACKET_SIZE_STANDARD,
     }
 }
 
 /// Read a `u32` at `off` with the given byte order; `None` if out of range.
-pub(crate) fn rd_u32(b: &[u8], off: usize, big_endian: bool) -> Option<u32> {
-    let a: [u8; 4] = b.get(off..off.checked_add(4)?)?.try_into().ok()?;
+pub(crate) fn read_u32(buf: &[u8], off: usize, big_endian: bool) -> Option<u32> {
+    let bytes: [u8; 4] = buf.get(off..off.checked_add(4)?)?.try_into().ok()?;
     Some(if big_endian {
-        u32::from_be_bytes(a)
+        u32::from_be_bytes(bytes)
     } else {
-        u32::from_le_bytes(a)
+        u32::from_le_bytes(bytes)
     })
 }
 
 /// Read a `u16` at `off` with the given byte order; `None` if out of range.
-pub(crate) fn rd_u16(b: &[u8], off: usize, big_endian: bool) -> Option<u16> {
-    let a: [u8; 2] = b.get(off..off.checked_add(2)?)?.try_into().ok()?;
+pub(crate) fn read_u16(buf: &[u8], off: usize, big_endian: bool) -> Option<u16> {
+    let bytes: [u8; 2] = buf.get(off..off.checked_add(2)?)?.try_into().ok()?;
     Some(if big_endian {
-        u16::from_be_bytes(a)
+        u16::from_be_bytes(bytes)
     } else {
-        u16::from_le_bytes(a)
+        u16::from_le_bytes(bytes)
     })
 }
 
@@ -86,7 +86,7 @@ pub(crate) enum Step {
 }
 
 /// A [`Step::Bad`] of kind [`WarningKind::MalformedRecord`].
-pub(crate) fn bad(message: String, frame: bool) -> Step {
+pub(crate) fn malformed(message: String, frame: bool) -> Step {
     Step::Bad {
         kind: WarningKind::MalformedRecord,
         message,
@@ -100,17 +100,17 @@ pub(crate) enum Layout {
     /// Before the legacy pcap file header.
     LegacyHeader,
     /// Legacy pcap records.
-    Legacy(Legacy),
+    Legacy(LegacyParams),
     /// Before the first pcapng SHB.
-    NgHeader,
+    PcapngHeader,
     /// pcapng blocks.
-    Ng(Ng),
+    Pcapng(PcapngSection),
 }
 
 impl Layout {
     /// Still parsing the file header (problems are then fatal errors).
     pub(crate) fn in_header(&self) -> bool {
-        matches!(self, Layout::LegacyHeader | Layout::NgHeader)
+        matches!(self, Layout::LegacyHeader | Layout::PcapngHeader)
     }
 
     /// Classify the record at the start of `input` (`eof`: no more bytes will
@@ -125,30 +125,30 @@ impl Layout {
     ) -> Step {
         match self {
             Layout::LegacyHeader => match legacy::header(input, eof) {
-                Ok((lg, snaplen, len)) => {
+                Ok((params, snaplen, len)) => {
                     interfaces.push(InterfaceInfo {
                         id: 0,
                         name: None,
-                        linktype: lg.linktype,
+                        linktype: params.linktype,
                         snaplen,
                     });
-                    *self = Layout::Legacy(lg);
+                    *self = Layout::Legacy(params);
                     Step::Header(len)
                 }
                 Err(step) => step,
             },
-            Layout::Legacy(lg) => legacy::record(lg, input),
-            Layout::NgHeader => {
-                let mut ng = Ng::default();
-                match pcapng::shb(&mut ng, interfaces, input) {
+            Layout::Legacy(params) => legacy::record(params, input),
+            Layout::PcapngHeader => {
+                let mut section = PcapngSection::default();
+                match pcapng::shb(&mut section, interfaces, input) {
                     Step::Skip(n) => {
-                        *self = Layout::Ng(ng);
+                        *self = Layout::Pcapng(section);
                         Step::Header(n)
                     }
                     other => other,
                 }
             }
-            Layout::Ng(ng) => pcapng::block(ng, interfaces, notes, input),
+            Layout::Pcapng(section) => pcapng::block(section, interfaces, notes, input),
         }
     }
 }

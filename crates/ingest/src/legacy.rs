@@ -9,8 +9,9 @@
 //! the first two record headers. That matters only for odd or corrupt
 //! files, but keeps `frame.number` identical to tshark's on them.
 
-use crate::format::{bad, max_caplen, rd_u16, rd_u32, PacketRef, Step};
+use crate::format::{malformed, max_caplen, read_u16, read_u32, PacketRef, Step};
 use crate::LinkType;
+use pcapsleuth_core::linktype;
 
 /// Standard µs magic as read little-endian from the file.
 const MAGIC_STD: u32 = 0xa1b2_c3d4;
@@ -34,7 +35,7 @@ pub(crate) fn is_magic(le: u32) -> bool {
         MAGIC_IXIA_SW,
     ]
     .iter()
-    .any(|&m| le == m || le == m.swap_bytes())
+    .any(|&magic| le == magic || le == magic.swap_bytes())
 }
 
 /// Record header layouts (Wireshark's `pcap_variant_t`).
@@ -79,7 +80,7 @@ enum LengthOrder {
 
 /// Parameters from the legacy pcap file header.
 #[derive(Debug, Clone)]
-pub(crate) struct Legacy {
+pub(crate) struct LegacyParams {
     big_endian: bool,
     variant: Variant,
     lengths: LengthOrder,
@@ -90,24 +91,24 @@ pub(crate) struct Legacy {
 /// Parse the file header. On success returns the parameters, the snaplen and
 /// the header length in bytes. May ask for more input than the header to look
 /// at the first records (variant detection).
-pub(crate) fn header(input: &[u8], eof: bool) -> Result<(Legacy, u32, usize), Step> {
-    let raw = rd_u32(input, 0, false).ok_or(Step::Need {
+pub(crate) fn header(input: &[u8], eof: bool) -> Result<(LegacyParams, u32, usize), Step> {
+    let raw = read_u32(input, 0, false).ok_or(Step::Need {
         bytes: 4,
         frame: false,
     })?;
     let ixia = [MAGIC_IXIA_HW, MAGIC_IXIA_SW]
         .iter()
-        .any(|&m| raw == m || raw == m.swap_bytes());
-    let hlen = if ixia { 28 } else { 24 };
-    if input.len() < hlen {
+        .any(|&magic| raw == magic || raw == magic.swap_bytes());
+    let header_len = if ixia { 28 } else { 24 };
+    if input.len() < header_len {
         return Err(Step::Need {
-            bytes: hlen,
+            bytes: header_len,
             frame: false,
         });
     }
     // pcap-parser knows the standard, ns and (little-endian) modified magics.
     let (magic, big_endian) = match pcap_parser::parse_pcap_header(input) {
-        Ok((_, h)) => (h.magic_number, h.is_bigendian()),
+        Ok((_, file_header)) => (file_header.magic_number, file_header.is_bigendian()),
         Err(_) if raw == MAGIC_MODIFIED.swap_bytes() => (MAGIC_MODIFIED, true),
         Err(_) if ixia => (
             if raw & 0xff == 0x1c {
@@ -117,20 +118,25 @@ pub(crate) fn header(input: &[u8], eof: bool) -> Result<(Legacy, u32, usize), St
             },
             raw & 0xff == 0x1c,
         ),
-        Err(_) => return Err(bad(format!("unrecognised pcap magic {raw:#010x}"), false)),
+        Err(_) => {
+            return Err(malformed(
+                format!("unrecognised pcap magic {raw:#010x}"),
+                false,
+            ))
+        }
     };
     let magic = if big_endian && magic.swap_bytes() & 0xffff_0000 == 0xa1b2_0000 {
         magic.swap_bytes()
     } else {
         magic
     };
-    let major = rd_u16(input, 4, big_endian).unwrap_or(0);
-    let minor = rd_u16(input, 6, big_endian).unwrap_or(0);
-    let snaplen = rd_u32(input, 16, big_endian).unwrap_or(0);
-    let mut network = rd_u32(input, 20, big_endian).unwrap_or(0);
+    let major = read_u16(input, 4, big_endian).unwrap_or(0);
+    let minor = read_u16(input, 6, big_endian).unwrap_or(0);
+    let snaplen = read_u32(input, 16, big_endian).unwrap_or(0);
+    let mut network = read_u32(input, 20, big_endian).unwrap_or(0);
     if major < 2 {
         // Wireshark: "pcap: major version %u unsupported".
-        return Err(bad(
+        return Err(malformed(
             format!("pcap major version {major} unsupported"),
             false,
         ));
@@ -151,27 +157,28 @@ pub(crate) fn header(input: &[u8], eof: bool) -> Result<(Legacy, u32, usize), St
     }
     // AIX writes version 2.2 with RFC 1573 ifType values in `network`.
     if magic == MAGIC_STD && major == 2 && minor == 2 {
-        let aix = match network {
-            6 => Some(1),
-            9 => Some(6),
-            15 => Some(10),
-            24 => Some(0),
+        // RFC 1573 ifType: ethernetCsmacd, iso88025TokenRing, fddi, softwareLoopback.
+        let aix_linktype = match network {
+            6 => Some(linktype::ETHERNET),
+            9 => Some(linktype::IEEE802_5),
+            15 => Some(linktype::FDDI),
+            24 => Some(linktype::NULL),
             _ => None,
         };
-        if let Some(n) = aix {
-            network = n;
+        if let Some(aix_linktype) = aix_linktype {
+            network = u32::from(aix_linktype);
             variant = Some(Variant::Aix);
         }
     }
     if network & 0x03FF_0000 != 0 {
-        return Err(bad(
+        return Err(malformed(
             format!("pcap network type reserved field not zero ({network:#010x})"),
             false,
         ));
     }
     // The upper bits carry FCS-length information (LT_FCS_* in libpcap).
-    let linktype = network & 0xFFFF;
-    let max = max_caplen(linktype);
+    let link_type = network & 0xFFFF;
+    let max = max_caplen(link_type);
     let variant = match variant {
         Some(v) => v,
         None => {
@@ -180,25 +187,25 @@ pub(crate) fn header(input: &[u8], eof: bool) -> Result<(Legacy, u32, usize), St
             } else {
                 &[Variant::Pcap, Variant::Ss990417, Variant::Nokia]
             };
-            let recs = input.get(hlen..).unwrap_or_default();
-            guess_variant(recs, eof, candidates, big_endian, snaplen, max).map_err(|n| {
+            let records = input.get(header_len..).unwrap_or_default();
+            guess_variant(records, eof, candidates, big_endian, snaplen, max).map_err(|n| {
                 Step::Need {
-                    bytes: hlen + n,
+                    bytes: header_len + n,
                     frame: false,
                 }
             })?
         }
     };
     Ok((
-        Legacy {
+        LegacyParams {
             big_endian,
             variant,
             lengths,
-            linktype: LinkType(linktype),
+            linktype: LinkType(link_type),
             max_caplen: max,
         },
         snaplen,
-        hlen,
+        header_len,
     ))
 }
 
@@ -206,97 +213,98 @@ pub(crate) fn header(input: &[u8], eof: bool) -> Result<(Legacy, u32, usize), St
 /// with no problem, else the lowest score; ties go to the earlier one).
 /// `Err(n)` asks for `n` bytes of records.
 fn guess_variant(
-    recs: &[u8],
+    records: &[u8],
     eof: bool,
     candidates: &[Variant],
-    be: bool,
+    big_endian: bool,
     snaplen: u32,
-    max: u32,
+    max_caplen: u32,
 ) -> Result<Variant, usize> {
     let mut best: Option<(u32, Variant)> = None;
-    for &v in candidates {
-        let m = variant_merit(recs, eof, v, be, snaplen, max)?;
-        if m == 0 {
-            return Ok(v);
+    for &variant in candidates {
+        let merit = variant_merit(records, eof, variant, big_endian, snaplen, max_caplen)?;
+        if merit == 0 {
+            return Ok(variant);
         }
         match best {
-            Some((bm, _)) if bm <= m => {}
-            _ => best = Some((m, v)),
+            Some((best_merit, _)) if best_merit <= merit => {}
+            _ => best = Some((merit, variant)),
         }
     }
-    Ok(best.map_or(Variant::Pcap, |(_, v)| v))
+    Ok(best.map_or(Variant::Pcap, |(_, variant)| variant))
 }
 
-/// Problems found reading the first two record headers as variant `v`,
+/// Problems found reading the first two record headers as `variant`,
 /// scored as Wireshark 4.0's `libpcap_try`/`libpcap_try_header` do: one point
 /// per implausible field (fraction ≥ 10^6, caplen above the link-type maximum
 /// or the snaplen, len above 128 MiB, caplen > len); a bad first header is
 /// scored alone; running out of input scores 0. `Err(n)` if `n` bytes are
 /// needed and more input may come.
 fn variant_merit(
-    recs: &[u8],
+    records: &[u8],
     eof: bool,
-    v: Variant,
-    be: bool,
+    variant: Variant,
+    big_endian: bool,
     snaplen: u32,
-    max: u32,
+    max_caplen: u32,
 ) -> Result<u32, usize> {
-    let hlen = v.header_len();
+    let header_len = variant.header_len();
     let mut pos = 0usize;
     for _ in 0..2 {
-        let Some(h) = recs.get(pos..pos + hlen) else {
-            return if eof { Ok(0) } else { Err(pos + hlen) };
+        let Some(record_header) = records.get(pos..pos + header_len) else {
+            return if eof { Ok(0) } else { Err(pos + header_len) };
         };
-        let field = |off| rd_u32(h, off, be).unwrap_or(0);
-        let (frac, incl, orig) = (field(4), field(8), field(12));
-        let merit = u32::from(frac >= 1_000_000)
-            + u32::from(incl > max)
-            + u32::from(orig > 128 * 1024 * 1024)
-            + u32::from(incl > snaplen)
-            + u32::from(incl > orig);
+        let field = |off| read_u32(record_header, off, big_endian).unwrap_or(0);
+        let (ts_frac, caplen, orig_len) = (field(4), field(8), field(12));
+        let merit = u32::from(ts_frac >= 1_000_000)
+            + u32::from(caplen > max_caplen)
+            + u32::from(orig_len > 128 * 1024 * 1024)
+            + u32::from(caplen > snaplen)
+            + u32::from(caplen > orig_len);
         if merit != 0 {
             return Ok(merit);
         }
-        pos += hlen + incl as usize;
+        pos += header_len + caplen as usize;
     }
     Ok(0)
 }
 
 /// One record: a 16-byte header (20/24/28 in the variants), then `caplen`
 /// bytes.
-pub(crate) fn record(lg: &Legacy, input: &[u8]) -> Step {
-    let hdr = lg.variant.header_len();
-    if input.len() < hdr {
+pub(crate) fn record(params: &LegacyParams, input: &[u8]) -> Step {
+    let header_len = params.variant.header_len();
+    if input.len() < header_len {
         return Step::Need {
-            bytes: hdr,
+            bytes: header_len,
             frame: true,
         };
     }
-    let field = |off| rd_u32(input, off, lg.big_endian).unwrap_or(0);
+    let field = |off| read_u32(input, off, params.big_endian).unwrap_or(0);
     let (ts_sec, ts_frac, mut caplen, mut orig_len) = (field(0), field(4), field(8), field(12));
-    if lg.lengths == LengthOrder::Swapped || (lg.lengths == LengthOrder::Maybe && caplen > orig_len)
+    if params.lengths == LengthOrder::Swapped
+        || (params.lengths == LengthOrder::Maybe && caplen > orig_len)
     {
         std::mem::swap(&mut caplen, &mut orig_len);
     }
-    if caplen > lg.max_caplen {
+    if caplen > params.max_caplen {
         // Wireshark's libpcap_read_packet: "File has %u-byte packet, bigger
         // than maximum of %u" ends the file.
-        return bad(
+        return malformed(
             format!(
                 "record of {caplen} bytes, bigger than the maximum of {}",
-                lg.max_caplen
+                params.max_caplen
             ),
             true,
         );
     }
-    let total = hdr + caplen as usize;
+    let total = header_len + caplen as usize;
     if input.len() < total {
         return Step::Need {
             bytes: total,
             frame: true,
         };
     }
-    let frac_ns = match lg.variant {
+    let frac_ns = match params.variant {
         Variant::Nsec | Variant::Aix => i64::from(ts_frac),
         _ => i64::from(ts_frac) * 1_000,
     };
@@ -306,9 +314,9 @@ pub(crate) fn record(lg: &Legacy, input: &[u8]) -> Step {
         PacketRef {
             ts,
             interface: 0,
-            linktype: lg.linktype,
+            linktype: params.linktype,
             orig_len,
-            data_off: hdr,
+            data_off: header_len,
             data_len: caplen as usize,
         },
     )

@@ -6,7 +6,7 @@
 //! `pcapng_read_block` (wiretap/pcapng.c): a length below 12 or not a multiple
 //! of 4, or leading/trailing lengths that differ, end the file.
 
-use crate::format::{bad, max_caplen, rd_u16, rd_u32, PacketRef, Step, MAX_RECORD};
+use crate::format::{malformed, max_caplen, read_u16, read_u32, PacketRef, Step, MAX_RECORD};
 use crate::{InterfaceInfo, LinkType, WarningKind};
 
 /// pcapng block types (pcapng spec, draft-ietf-opsawg-pcapng §11.1; sysdig
@@ -25,6 +25,11 @@ pub(crate) mod block {
     pub const SYSDIG_EVENT_V2_LARGE: u32 = 0x0000_0221;
     pub const BOM: u32 = 0x1A2B_3C4D;
 }
+
+/// IDB option `if_tsresol` (pcapng spec §4.2): timestamp resolution.
+const IF_TSRESOL: u16 = 9;
+/// IDB option `if_tsoffset` (pcapng spec §4.2): seconds added to timestamps.
+const IF_TSOFFSET: u16 = 14;
 
 /// Integer-nanosecond timestamp of a pcapng packet: `ts` units of
 /// `1/units_per_sec` seconds plus `offset_s` seconds (`if_tsoffset`).
@@ -52,49 +57,52 @@ pub fn tsresol_units(tsresol: u8) -> Option<u64> {
     }
 }
 
-/// Per-interface timestamp parameters.
+/// Per-interface timestamp parameters (`if_tsresol`, `if_tsoffset`).
 #[derive(Debug, Clone, Copy)]
-struct IfTime {
+struct InterfaceClock {
+    /// Timestamp units per second (10^6 by default).
     units_per_sec: u64,
+    /// Seconds added to every timestamp.
     offset_s: i64,
 }
 
 /// State of the current pcapng section.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Ng {
+pub(crate) struct PcapngSection {
+    /// Byte order of the section (from the SHB byte-order magic).
     big_endian: bool,
     /// Global index of the first interface of the current section.
-    section_base: u32,
+    first_interface: u32,
     /// Timestamp parameters of every interface of the file, by global index.
-    times: Vec<IfTime>,
+    clocks: Vec<InterfaceClock>,
     /// Timestamp of the previous packet (SPBs carry none).
     last_ts: i64,
 }
 
 /// Section header block: sets byte order and starts a new section.
-pub(crate) fn shb(ng: &mut Ng, interfaces: &[InterfaceInfo], input: &[u8]) -> Step {
+pub(crate) fn shb(section: &mut PcapngSection, interfaces: &[InterfaceInfo], input: &[u8]) -> Step {
     if input.len() < 12 {
         return Step::Need {
             bytes: 12,
             frame: false,
         };
     }
-    let big_endian = match rd_u32(input, 8, false) {
+    let big_endian = match read_u32(input, 8, false) {
         Some(block::BOM) => false,
         Some(x) if x == block::BOM.swap_bytes() => true,
         other => {
-            return bad(
+            return malformed(
                 format!("bad pcapng byte-order magic {:#010x}", other.unwrap_or(0)),
                 false,
             )
         }
     };
-    let len = rd_u32(input, 4, big_endian).unwrap_or(0) as usize;
+    let len = read_u32(input, 4, big_endian).unwrap_or(0) as usize;
     if len < 28 || len & 3 != 0 {
-        return bad(format!("bad section header block length {len}"), false);
+        return malformed(format!("bad section header block length {len}"), false);
     }
     if len > MAX_RECORD {
-        return bad(
+        return malformed(
             format!("section header block length {len} too large"),
             false,
         );
@@ -105,12 +113,12 @@ pub(crate) fn shb(ng: &mut Ng, interfaces: &[InterfaceInfo], input: &[u8]) -> St
             frame: false,
         };
     }
-    let blk = input.get(..len).unwrap_or_default();
-    match pcap_parser::parse_sectionheaderblock(blk) {
+    let block_bytes = input.get(..len).unwrap_or_default();
+    match pcap_parser::parse_sectionheaderblock(block_bytes) {
         Ok((_, shb)) => {
             // Wireshark's pcapng_read_section_header_block accepts 1.0 and 1.2.
             if !(shb.major_version == 1 && (shb.minor_version == 0 || shb.minor_version == 2)) {
-                return bad(
+                return malformed(
                     format!(
                         "unknown SHB version {}.{}",
                         shb.major_version, shb.minor_version
@@ -119,32 +127,32 @@ pub(crate) fn shb(ng: &mut Ng, interfaces: &[InterfaceInfo], input: &[u8]) -> St
                 );
             }
             if shb.block_len2 != shb.block_len1 {
-                return bad("section header block lengths differ".to_string(), false);
+                return malformed("section header block lengths differ".to_string(), false);
             }
         }
-        Err(e) => return bad(format!("malformed section header block: {e:?}"), false),
+        Err(e) => return malformed(format!("malformed section header block: {e:?}"), false),
     }
-    ng.big_endian = big_endian;
-    ng.section_base = u32::try_from(interfaces.len()).unwrap_or(u32::MAX);
+    section.big_endian = big_endian;
+    section.first_interface = u32::try_from(interfaces.len()).unwrap_or(u32::MAX);
     Step::Skip(len)
 }
 
 /// Interface description block: registers an interface.
 fn idb(
-    ng: &mut Ng,
+    section: &mut PcapngSection,
     interfaces: &mut Vec<InterfaceInfo>,
     warnings: &mut Vec<String>,
-    blk: &[u8],
+    block_bytes: &[u8],
 ) -> Step {
-    let parsed = if ng.big_endian {
-        pcap_parser::parse_interfacedescriptionblock_be(blk)
+    let parsed = if section.big_endian {
+        pcap_parser::parse_interfacedescriptionblock_be(block_bytes)
     } else {
-        pcap_parser::parse_interfacedescriptionblock_le(blk)
+        pcap_parser::parse_interfacedescriptionblock_le(block_bytes)
     };
     let idb = match parsed {
         Ok((_, idb)) => idb,
         Err(e) => {
-            return bad(
+            return malformed(
                 format!("malformed interface description block: {e:?}"),
                 false,
             )
@@ -152,25 +160,27 @@ fn idb(
     };
     let mut units_per_sec = 1_000_000;
     let mut offset_s = 0i64;
-    for opt in &idb.options {
-        let Ok(v) = opt.as_bytes() else { continue };
-        match opt.code.0 {
-            9 => {
-                if let Some(&r) = v.first() {
-                    match tsresol_units(r) {
-                        Some(u) => units_per_sec = u,
+    for option in &idb.options {
+        let Ok(value) = option.as_bytes() else {
+            continue;
+        };
+        match option.code.0 {
+            IF_TSRESOL => {
+                if let Some(&tsresol) = value.first() {
+                    match tsresol_units(tsresol) {
+                        Some(units) => units_per_sec = units,
                         None => warnings.push(format!(
-                            "if_tsresol {r:#04x} out of range; using microseconds"
+                            "if_tsresol {tsresol:#04x} out of range; using microseconds"
                         )),
                     }
                 }
             }
-            14 => {
-                if let Ok(a) = <[u8; 8]>::try_from(v) {
-                    offset_s = if ng.big_endian {
-                        i64::from_be_bytes(a)
+            IF_TSOFFSET => {
+                if let Ok(bytes) = <[u8; 8]>::try_from(value) {
+                    offset_s = if section.big_endian {
+                        i64::from_be_bytes(bytes)
                     } else {
-                        i64::from_le_bytes(a)
+                        i64::from_le_bytes(bytes)
                     };
                 }
             }
@@ -178,7 +188,7 @@ fn idb(
         }
     }
     let name = match idb.if_name() {
-        Some(Ok(s)) => Some(s.trim_end_matches('\0').to_string()),
+        Some(Ok(name)) => Some(name.trim_end_matches('\0').to_string()),
         _ => None,
     };
     let id = u32::try_from(interfaces.len()).unwrap_or(u32::MAX);
@@ -188,28 +198,45 @@ fn idb(
         linktype: LinkType(u32::from(idb.linktype.0 as u16)),
         snaplen: idb.snaplen,
     });
-    ng.times.push(IfTime {
+    section.clocks.push(InterfaceClock {
         units_per_sec,
         offset_s,
     });
-    Step::Skip(blk.len())
+    Step::Skip(block_bytes.len())
 }
 
 /// Resolve a section-local interface id to the global interface.
-fn ng_iface<'i>(
-    ng: &Ng,
+fn section_interface<'i>(
+    section: &PcapngSection,
     interfaces: &'i [InterfaceInfo],
     local: u32,
-) -> Option<(&'i InterfaceInfo, IfTime)> {
-    let global = ng.section_base.checked_add(local)?;
+) -> Option<(&'i InterfaceInfo, InterfaceClock)> {
+    let global = section.first_interface.checked_add(local)?;
     let info = interfaces.get(global as usize)?;
-    let time = *ng.times.get(global as usize)?;
-    Some((info, time))
+    let clock = *section.clocks.get(global as usize)?;
+    Some((info, clock))
+}
+
+/// Whether Wireshark numbers a block of type `block_type` as a frame
+/// (packets, plus custom, systemd journal and sysdig blocks).
+fn counts_as_frame(block_type: u32) -> bool {
+    matches!(
+        block_type,
+        block::EPB
+            | block::SPB
+            | block::PB
+            | block::CB
+            | block::DCB
+            | block::SJE
+            | block::SYSDIG_EVENT
+            | block::SYSDIG_EVENT_V2
+            | block::SYSDIG_EVENT_V2_LARGE
+    )
 }
 
 /// Any pcapng block after the first SHB.
 pub(crate) fn block(
-    ng: &mut Ng,
+    section: &mut PcapngSection,
     interfaces: &mut Vec<InterfaceInfo>,
     warnings: &mut Vec<String>,
     input: &[u8],
@@ -221,150 +248,170 @@ pub(crate) fn block(
             frame: false,
         };
     }
-    let btype_le = rd_u32(input, 0, false).unwrap_or(0);
-    if btype_le == block::SHB {
-        return shb(ng, interfaces, input);
+    if read_u32(input, 0, false) == Some(block::SHB) {
+        return shb(section, interfaces, input);
     }
-    let btype = rd_u32(input, 0, ng.big_endian).unwrap_or(0);
-    let counted = matches!(
-        btype,
-        block::EPB
-            | block::SPB
-            | block::PB
-            | block::CB
-            | block::DCB
-            | block::SJE
-            | block::SYSDIG_EVENT
-            | block::SYSDIG_EVENT_V2
-            | block::SYSDIG_EVENT_V2_LARGE
-    );
-    if input.len() < 12 {
-        return Step::Need {
-            bytes: 12,
-            frame: counted,
-        };
-    }
-    let len = rd_u32(input, 4, ng.big_endian).unwrap_or(0) as usize;
-    // Wireshark's pcapng_read_block rejects lengths that are too small or not
-    // a multiple of 4.
-    if len < 12 || len & 3 != 0 {
-        return bad(
-            format!("block type {btype:#x} has invalid length {len}"),
-            counted,
-        );
-    }
-    if len > MAX_RECORD {
-        return bad(
-            format!("block type {btype:#x} length {len} exceeds the {MAX_RECORD}-byte limit"),
-            counted,
-        );
-    }
-    if input.len() < len {
-        return Step::Need {
-            bytes: len,
-            frame: counted,
-        };
-    }
-    let blk = input.get(..len).unwrap_or_default();
-    if rd_u32(blk, len - 4, ng.big_endian) != Some(len as u32) {
-        return bad(
-            format!("block type {btype:#x}: leading and trailing lengths differ"),
-            counted,
-        );
-    }
-    let be = ng.big_endian;
-    match btype {
-        block::IDB => idb(ng, interfaces, warnings, blk),
-        block::EPB | block::PB => {
-            // EPB: type, len, if_id(4), ts_high, ts_low, caplen, origlen, data.
-            // PB:  type, len, if_id(2), drops(2), ts_high, ts_low, caplen, origlen, data.
-            if len < 32 {
-                return bad(format!("packet block of {len} bytes is too short"), true);
-            }
-            let local = if btype == block::EPB {
-                rd_u32(blk, 8, be).unwrap_or(0)
-            } else {
-                u32::from(rd_u16(blk, 8, be).unwrap_or(0))
-            };
-            let ts_high = rd_u32(blk, 12, be).unwrap_or(0);
-            let ts_low = rd_u32(blk, 16, be).unwrap_or(0);
-            let caplen = rd_u32(blk, 20, be).unwrap_or(0);
-            let orig_len = rd_u32(blk, 24, be).unwrap_or(0);
-            let Some((info, time)) = ng_iface(ng, interfaces, local) else {
-                return Step::Bad {
-                    kind: WarningKind::UnknownInterface,
-                    message: format!(
-                        "packet refers to interface {local} but the section has {} interface description block(s)",
-                        interfaces.len() as u64 - u64::from(ng.section_base)
-                    ),
-                    frame: true,
-                };
-            };
-            if caplen as usize > len - 32 {
-                return bad(
-                    format!("captured length {caplen} larger than the block allows"),
-                    true,
-                );
-            }
-            let max = max_caplen(info.linktype.0);
-            if caplen > max {
-                return bad(
-                    format!("captured length {caplen} larger than the maximum of {max}"),
-                    true,
-                );
-            }
-            let ts = (u64::from(ts_high) << 32) | u64::from(ts_low);
-            let ts = ng_timestamp_ns(ts, time.units_per_sec, time.offset_s);
-            ng.last_ts = ts;
-            Step::Packet(
-                len,
-                PacketRef {
-                    ts,
-                    interface: ng.section_base + local,
-                    linktype: info.linktype,
-                    orig_len,
-                    data_off: 28,
-                    data_len: caplen as usize,
-                },
-            )
-        }
-        block::SPB => {
-            // type, len, origlen, data. Interface 0 of the section; no timestamp.
-            if len < 16 {
-                return bad(
-                    format!("simple packet block of {len} bytes is too short"),
-                    true,
-                );
-            }
-            let Some((info, _)) = ng_iface(ng, interfaces, 0) else {
-                return Step::Bad {
-                    kind: WarningKind::UnknownInterface,
-                    message: "simple packet block before any interface description block"
-                        .to_string(),
-                    frame: true,
-                };
-            };
-            let orig_len = rd_u32(blk, 8, be).unwrap_or(0);
-            // Wireshark's pcapng_read_simple_packet_block: caplen is the
-            // original length, limited by the snaplen and the block size.
-            let mut caplen = orig_len as usize;
-            if info.snaplen != 0 {
-                caplen = caplen.min(info.snaplen as usize);
-            }
-            caplen = caplen.min(len - 16);
-            Step::Packet(
-                len,
-                PacketRef {
-                    ts: ng.last_ts,
-                    interface: ng.section_base,
-                    linktype: info.linktype,
-                    orig_len,
-                    data_off: 12,
-                    data_len: caplen,
-                },
-            )
-        }
+    let block_type = read_u32(input, 0, section.big_endian).unwrap_or(0);
+    let counted = counts_as_frame(block_type);
+    let block_bytes = match framed_block(section, block_type, counted, input) {
+        Ok(block_bytes) => block_bytes,
+        Err(step) => return step,
+    };
+    let len = block_bytes.len();
+    match block_type {
+        block::IDB => idb(section, interfaces, warnings, block_bytes),
+        block::EPB | block::PB => packet_block(section, interfaces, block_type, block_bytes),
+        block::SPB => simple_packet_block(section, interfaces, block_bytes),
         _ if counted => Step::NonPacketFrame(len),
         _ => Step::Skip(len),
     }
+}
+
+/// The whole block at the start of `input` once its framing is valid (as
+/// Wireshark's `pcapng_read_block`: length at least 12, a multiple of 4, at
+/// most [`MAX_RECORD`], equal leading and trailing lengths), or the
+/// [`Step`] to return instead (more bytes needed, or corrupt).
+fn framed_block<'i>(
+    section: &PcapngSection,
+    block_type: u32,
+    counted: bool,
+    input: &'i [u8],
+) -> Result<&'i [u8], Step> {
+    if input.len() < 12 {
+        return Err(Step::Need {
+            bytes: 12,
+            frame: counted,
+        });
+    }
+    let len = read_u32(input, 4, section.big_endian).unwrap_or(0) as usize;
+    if len < 12 || len & 3 != 0 {
+        return Err(malformed(
+            format!("block type {block_type:#x} has invalid length {len}"),
+            counted,
+        ));
+    }
+    if len > MAX_RECORD {
+        return Err(malformed(
+            format!("block type {block_type:#x} length {len} exceeds the {MAX_RECORD}-byte limit"),
+            counted,
+        ));
+    }
+    if input.len() < len {
+        return Err(Step::Need {
+            bytes: len,
+            frame: counted,
+        });
+    }
+    let block_bytes = input.get(..len).unwrap_or_default();
+    if read_u32(block_bytes, len - 4, section.big_endian) != Some(len as u32) {
+        return Err(malformed(
+            format!("block type {block_type:#x}: leading and trailing lengths differ"),
+            counted,
+        ));
+    }
+    Ok(block_bytes)
+}
+
+/// Enhanced packet block or obsolete packet block (framing already checked).
+fn packet_block(
+    section: &mut PcapngSection,
+    interfaces: &[InterfaceInfo],
+    block_type: u32,
+    block_bytes: &[u8],
+) -> Step {
+    // EPB: type, len, if_id(4), ts_high, ts_low, caplen, origlen, data.
+    // PB:  type, len, if_id(2), drops(2), ts_high, ts_low, caplen, origlen, data.
+    let len = block_bytes.len();
+    let big_endian = section.big_endian;
+    if len < 32 {
+        return malformed(format!("packet block of {len} bytes is too short"), true);
+    }
+    let local = if block_type == block::EPB {
+        read_u32(block_bytes, 8, big_endian).unwrap_or(0)
+    } else {
+        u32::from(read_u16(block_bytes, 8, big_endian).unwrap_or(0))
+    };
+    let ts_high = read_u32(block_bytes, 12, big_endian).unwrap_or(0);
+    let ts_low = read_u32(block_bytes, 16, big_endian).unwrap_or(0);
+    let caplen = read_u32(block_bytes, 20, big_endian).unwrap_or(0);
+    let orig_len = read_u32(block_bytes, 24, big_endian).unwrap_or(0);
+    let Some((info, clock)) = section_interface(section, interfaces, local) else {
+        return Step::Bad {
+            kind: WarningKind::UnknownInterface,
+            message: format!(
+                "packet refers to interface {local} but the section has {} interface description block(s)",
+                interfaces.len() as u64 - u64::from(section.first_interface)
+            ),
+            frame: true,
+        };
+    };
+    if caplen as usize > len - 32 {
+        return malformed(
+            format!("captured length {caplen} larger than the block allows"),
+            true,
+        );
+    }
+    let max = max_caplen(info.linktype.0);
+    if caplen > max {
+        return malformed(
+            format!("captured length {caplen} larger than the maximum of {max}"),
+            true,
+        );
+    }
+    let ts = (u64::from(ts_high) << 32) | u64::from(ts_low);
+    let ts = ng_timestamp_ns(ts, clock.units_per_sec, clock.offset_s);
+    section.last_ts = ts;
+    Step::Packet(
+        len,
+        PacketRef {
+            ts,
+            interface: section.first_interface + local,
+            linktype: info.linktype,
+            orig_len,
+            data_off: 28,
+            data_len: caplen as usize,
+        },
+    )
+}
+
+/// Simple packet block (framing already checked): type, len, origlen, data.
+/// Interface 0 of the section; no timestamp (the previous packet's is used).
+fn simple_packet_block(
+    section: &PcapngSection,
+    interfaces: &[InterfaceInfo],
+    block_bytes: &[u8],
+) -> Step {
+    let len = block_bytes.len();
+    if len < 16 {
+        return malformed(
+            format!("simple packet block of {len} bytes is too short"),
+            true,
+        );
+    }
+    let Some((info, _)) = section_interface(section, interfaces, 0) else {
+        return Step::Bad {
+            kind: WarningKind::UnknownInterface,
+            message: "simple packet block before any interface description block".to_string(),
+            frame: true,
+        };
+    };
+    let orig_len = read_u32(block_bytes, 8, section.big_endian).unwrap_or(0);
+    // Wireshark's pcapng_read_simple_packet_block: caplen is the
+    // original length, limited by the snaplen and the block size.
+    let mut caplen = orig_len as usize;
+    if info.snaplen != 0 {
+        caplen = caplen.min(info.snaplen as usize);
+    }
+    caplen = caplen.min(len - 16);
+    Step::Packet(
+        len,
+        PacketRef {
+            ts: section.last_ts,
+            interface: section.first_interface,
+            linktype: info.linktype,
+            orig_len,
+            data_off: 12,
+            data_len: caplen,
+        },
+    )
 }

@@ -64,6 +64,11 @@ pub struct CaptureReader {
     /// Non-fatal notes from the format layer, turned into warnings.
     notes: Vec<String>,
     format: CaptureFormat,
+    /// The gzip stream ended before its end (no trailer): the file was cut.
+    gzip_cut: bool,
+    /// Index in `warnings` of the warning that ended reading before the end
+    /// of the input.
+    stopped: Option<usize>,
 }
 
 impl CaptureReader {
@@ -131,13 +136,15 @@ impl CaptureReader {
             warnings: Vec::new(),
             notes: Vec::new(),
             format: CaptureFormat::Pcap,
+            gzip_cut: false,
+            stopped: None,
         };
         r.fill(4)?;
         let magic = r.buf.get(r.start..r.end.min(4)).unwrap_or_default();
         let le = magic.try_into().map(u32::from_le_bytes).unwrap_or(0);
         match le {
             block::SHB => {
-                r.layout = Layout::NgHeader;
+                r.layout = Layout::PcapngHeader;
                 r.format = CaptureFormat::Pcapng;
             }
             x if legacy::is_magic(x) => {}
@@ -192,7 +199,10 @@ impl CaptureReader {
                 Ok(n) => self.end += n.min(spare_len),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 // A gzip stream cut short: the capture inside is truncated.
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => self.eof = true,
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    self.eof = true;
+                    self.gzip_cut = true;
+                }
                 Err(source) => {
                     return Err(IngestError::Io {
                         path: self.path.clone(),
@@ -202,6 +212,13 @@ impl CaptureReader {
             }
         }
         Ok(true)
+    }
+
+    /// [`Self::warn`] for the problem that ends reading here.
+    fn stop(&mut self, kind: WarningKind, offset: u64, frame: Option<FrameNo>, message: String) {
+        self.done = true;
+        self.stopped = Some(self.warnings.len());
+        self.warn(kind, offset, frame, message);
     }
 
     fn warn(&mut self, kind: WarningKind, offset: u64, frame: Option<FrameNo>, message: String) {
@@ -249,8 +266,7 @@ impl CaptureReader {
                 }
                 Step::Skip(len) if len > 0 => self.start += len,
                 Step::Skip(_) => {
-                    self.done = true;
-                    self.warn(
+                    self.stop(
                         WarningKind::MalformedRecord,
                         offset,
                         None,
@@ -266,8 +282,7 @@ impl CaptureReader {
                         if in_header {
                             return Err(self.malformed(offset, message));
                         }
-                        self.done = true;
-                        self.warn(
+                        self.stop(
                             WarningKind::MalformedRecord,
                             offset,
                             frame.then_some(next),
@@ -280,6 +295,16 @@ impl CaptureReader {
                     } else {
                         self.done = true;
                         if self.start == self.end {
+                            if self.gzip_cut {
+                                // Cut on a record boundary: no record is
+                                // short, but the gzip stream is.
+                                self.stop(
+                                    WarningKind::TruncatedRecord,
+                                    offset,
+                                    None,
+                                    format!("capture cut short: the gzip stream ends before its end (incomplete gzip member, no trailer) after {offset} bytes of capture; the rest of the capture is missing"),
+                                );
+                            }
                             return Ok(None);
                         }
                         let have = self.end - self.start;
@@ -289,7 +314,7 @@ impl CaptureReader {
                         if in_header {
                             return Err(self.malformed(offset, message));
                         }
-                        self.warn(
+                        self.stop(
                             WarningKind::TruncatedRecord,
                             offset,
                             frame.then_some(next),
@@ -305,8 +330,7 @@ impl CaptureReader {
                     if in_header {
                         return Err(self.malformed(offset, message));
                     }
-                    self.done = true;
-                    self.warn(kind, offset, frame.then_some(next), message);
+                    self.stop(kind, offset, frame.then_some(next), message);
                 }
             }
         }
@@ -357,6 +381,14 @@ impl CaptureReader {
     /// Facts about the file recorded while reading (truncation, bad records).
     pub fn warnings(&self) -> &[CaptureWarning] {
         &self.warnings
+    }
+
+    /// The warning (in [`Self::warnings`]) of the problem that ended reading
+    /// before the end of the input — a record cut short (also a gzip stream
+    /// without its end) or malformed — so the frames after it were not read.
+    /// `None` while reading, and after a complete read.
+    pub fn stop_warning(&self) -> Option<&CaptureWarning> {
+        self.stopped.and_then(|i| self.warnings.get(i))
     }
 
     /// pcap or pcapng.

@@ -4,12 +4,14 @@
 //! against tshark in `tshark_frames.rs`) and pcapng in both byte orders
 //! (the gopacket be/le twins below). The corpus has no pcapng with an
 //! `if_tsresol` other than 10^-6 / 10^-9, no `if_tsoffset`, and no
-//! byte-swapped "modified" pcap, so those cases use minimal hand-built files.
+//! byte-swapped "modified" pcap, so those cases use minimal files built with
+//! the test kit's writer ([`pcapsleuth_testkit::capture`]).
 
 mod common;
 
 use common::{read_bytes, read_path, shared_or_skip, OwnedFrame};
 use pcapsleuth_ingest::{ng_timestamp_ns, tsresol_units, WarningKind};
+use pcapsleuth_testkit::capture::{block_type, Interface, Pcap, Pcapng};
 
 #[test]
 fn tsresol_table() {
@@ -70,99 +72,6 @@ fn timestamp_conversion_table() {
     }
 }
 
-/// Minimal pcapng writer for the cases the corpus lacks.
-struct Ng {
-    be: bool,
-    out: Vec<u8>,
-}
-
-impl Ng {
-    fn u16(&self, v: u16) -> [u8; 2] {
-        if self.be {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        }
-    }
-    fn u32(&self, v: u32) -> [u8; 4] {
-        if self.be {
-            v.to_be_bytes()
-        } else {
-            v.to_le_bytes()
-        }
-    }
-    fn block(&mut self, ty: u32, body: &[u8]) {
-        let mut body = body.to_vec();
-        while body.len() & 3 != 0 {
-            body.push(0);
-        }
-        let len = (body.len() + 12) as u32;
-        let (t, l) = (self.u32(ty), self.u32(len));
-        self.out.extend_from_slice(&t);
-        self.out.extend_from_slice(&l);
-        self.out.extend_from_slice(&body);
-        self.out.extend_from_slice(&l);
-    }
-    fn opt(&self, code: u16, v: &[u8]) -> Vec<u8> {
-        let mut o = self.u16(code).to_vec();
-        o.extend_from_slice(&self.u16(v.len() as u16));
-        o.extend_from_slice(v);
-        while o.len() & 3 != 0 {
-            o.push(0);
-        }
-        o
-    }
-    fn shb(&mut self) {
-        let mut b = self.u32(0x1A2B_3C4D).to_vec();
-        b.extend_from_slice(&self.u16(1));
-        b.extend_from_slice(&self.u16(0));
-        b.extend_from_slice(&[0xff; 8]);
-        self.block(0x0A0D_0D0A, &b);
-    }
-    fn idb(
-        &mut self,
-        linktype: u16,
-        snaplen: u32,
-        tsresol: Option<u8>,
-        tsoffset: Option<i64>,
-        name: Option<&str>,
-    ) {
-        let mut b = self.u16(linktype).to_vec();
-        b.extend_from_slice(&[0, 0]);
-        b.extend_from_slice(&self.u32(snaplen));
-        if let Some(n) = name {
-            b.extend(self.opt(2, n.as_bytes()));
-        }
-        if let Some(r) = tsresol {
-            b.extend(self.opt(9, &[r]));
-        }
-        if let Some(o) = tsoffset {
-            let v = if self.be {
-                o.to_be_bytes()
-            } else {
-                o.to_le_bytes()
-            };
-            b.extend(self.opt(14, &v));
-        }
-        b.extend(self.opt(0, &[]));
-        self.block(1, &b);
-    }
-    fn epb(&mut self, iface: u32, ts: u64, data: &[u8], orig: u32) {
-        let mut b = self.u32(iface).to_vec();
-        b.extend_from_slice(&self.u32((ts >> 32) as u32));
-        b.extend_from_slice(&self.u32(ts as u32));
-        b.extend_from_slice(&self.u32(data.len() as u32));
-        b.extend_from_slice(&self.u32(orig));
-        b.extend_from_slice(data);
-        self.block(6, &b);
-    }
-    fn spb(&mut self, orig: u32, data: &[u8]) {
-        let mut b = self.u32(orig).to_vec();
-        b.extend_from_slice(data);
-        self.block(3, &b);
-    }
-}
-
 fn frame(
     number: u64,
     ts: i64,
@@ -184,21 +93,22 @@ fn frame(
 /// Two sections, three interfaces with 2^-20 / 10^-3 / default resolutions
 /// and positive / negative `if_tsoffset`, EPB, SPB and a custom block.
 fn hand_built(be: bool) -> Vec<u8> {
-    let mut w = Ng {
-        be,
-        out: Vec::new(),
-    };
-    w.shb();
-    w.idb(1, 0, Some(0x80 | 20), Some(1_600_000_000), Some("veth-a"));
-    w.idb(101, 4, Some(3), Some(-5), None);
+    let mut w = Pcapng::with_byte_order(be);
+    w.interface(
+        &Interface::new(1)
+            .tsresol(0x80 | 20)
+            .tsoffset_s(1_600_000_000)
+            .name("veth-a"),
+    );
+    w.interface(&Interface::new(101).snaplen(4).tsresol(3).tsoffset_s(-5));
     w.epb(1, 12_345, &[0x45, 1, 2, 3, 4, 5], 60); // snaplen 4 is not enforced on EPB
     w.epb(0, (3 << 20) | (1 << 18), &[0xaa; 14], 14);
-    w.block(0x0BAD, &[0, 0, 0x7e, 0xd9, b'x', b'y']); // custom block: numbered, not returned
+    w.block(block_type::CUSTOM, &[0, 0, 0x7e, 0xd9, b'x', b'y']); // custom block: numbered, not returned
     w.spb(64, &[0xbb; 20]); // interface 0 of the section, caplen = min(orig, block)
-    w.shb();
-    w.idb(113, 0, None, None, Some("any"));
+    w.section();
+    w.interface(&Interface::new(113).name("any"));
     w.epb(0, 1_700_000_000_000_001, &[0xcc; 3], 3);
-    w.out
+    w.into_bytes()
 }
 
 #[test]
@@ -227,17 +137,13 @@ fn hand_built_pcapng_both_byte_orders() {
 
 #[test]
 fn unknown_interface_stops_with_warning() {
-    let mut w = Ng {
-        be: false,
-        out: Vec::new(),
-    };
-    w.shb();
-    w.idb(1, 0, None, None, None);
+    let mut w = Pcapng::little_endian();
+    w.interface(&Interface::new(1));
     w.epb(0, 1, &[1; 14], 14);
-    let bad_at = w.out.len() as u64;
+    let bad_at = w.len() as u64;
     w.epb(3, 2, &[2; 14], 14);
     w.epb(0, 3, &[3; 14], 14);
-    let r = read_bytes(w.out).unwrap();
+    let r = read_bytes(w.into_bytes()).unwrap();
     assert_eq!(r.frames.len(), 1);
     assert_eq!(r.warnings.len(), 1);
     assert_eq!(r.warnings[0].kind, WarningKind::UnknownInterface);
@@ -250,19 +156,13 @@ fn unknown_interface_stops_with_warning() {
 #[test]
 fn byte_swapped_modified_pcap() {
     // Magic a1 b2 cd 34 (big-endian Kuznetzov format): 24-byte record headers.
-    let mut f = vec![0xa1, 0xb2, 0xcd, 0x34, 0, 2, 0, 4];
-    f.extend_from_slice(&[0; 8]);
-    f.extend_from_slice(&65535u32.to_be_bytes());
-    f.extend_from_slice(&1u32.to_be_bytes());
-    for (i, len) in [(0u32, 60u32), (1, 42)] {
-        f.extend_from_slice(&(1_000 + i).to_be_bytes());
-        f.extend_from_slice(&250_000u32.to_be_bytes());
-        f.extend_from_slice(&len.to_be_bytes());
-        f.extend_from_slice(&len.to_be_bytes());
-        f.extend_from_slice(&[0, 0, 0, 2, 0x08, 0x00, 0, 0]); // ifindex, protocol, pkt_type, pad
-        f.resize(f.len() + len as usize, i as u8);
+    let mut f = Pcap::new(1).modified().big_endian();
+    for (i, len) in [(0u8, 60usize), (1, 42)] {
+        let ts_ns = (1_000 + i64::from(i)) * 1_000_000_000 + 250_000_000;
+        // ifindex 2, protocol IPv4, pkt_type 0 (to us).
+        f.modified_packet(ts_ns, &vec![i; len], 2, 0x0800, 0);
     }
-    let r = read_bytes(f).unwrap();
+    let r = read_bytes(f.bytes()).unwrap();
     let got: Vec<(u64, i64, usize)> = r
         .frames
         .iter()

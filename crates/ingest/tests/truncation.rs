@@ -253,3 +253,41 @@ fn not_a_capture_names_file_and_magic() {
     let r = CaptureReader::from_reader(Path::new("g.gz"), Box::new(std::io::Cursor::new(gz)));
     assert!(matches!(r, Err(IngestError::NotACapture { .. })));
 }
+
+/// Read every frame of `bytes`; returns (frames, the stop warning's kind and message).
+fn stop_of(bytes: Vec<u8>) -> (u64, Option<(WarningKind, String)>) {
+    let mut r = CaptureReader::from_reader(Path::new("t"), Box::new(std::io::Cursor::new(bytes)))
+        .expect("opens");
+    let mut n = 0;
+    while r.next_frame().expect("reads").is_some() {
+        n += 1;
+    }
+    (
+        n,
+        r.stop_warning().map(|w| (w.kind, w.message.clone())),
+    )
+}
+
+#[test]
+fn gzip_cut_on_a_record_boundary_stops_with_a_warning() {
+    let raw = std::fs::read(pcapsleuth_testkit::fixtures_dir().join("syn-drops.pcap")).unwrap();
+    let (_, recs) = scan(&raw);
+    let end = recs[19].end;
+    // Compressed up to a record boundary, flushed but never finished: no
+    // final deflate block, no gzip trailer (a copy interrupted mid-way).
+    let mut e = GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(&raw[..end]).unwrap();
+    e.flush().unwrap();
+    let (frames, stop) = stop_of(e.get_ref().clone());
+    assert_eq!(frames, 20);
+    let (kind, message) = stop.expect("an incomplete gzip stream is not a complete read");
+    assert_eq!(kind, WarningKind::TruncatedRecord);
+    assert!(message.contains("gzip"), "{message}");
+    // The same bytes finished properly: complete, nothing to say.
+    assert_eq!(stop_of(gzip(&raw[..end])), (20, None));
+    // A plain file cut inside a record stops there; one cut on a boundary is
+    // indistinguishable from a complete file.
+    let (frames, stop) = stop_of(raw[..end + 10].to_vec());
+    assert_eq!((frames, stop.map(|s| s.0)), (20, Some(WarningKind::TruncatedRecord)));
+    assert_eq!(stop_of(raw[..end].to_vec()), (20, None));
+}

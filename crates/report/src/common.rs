@@ -13,7 +13,7 @@ pub(crate) fn endpoint(addr: &str, port: u16) -> String {
 
 /// `client:port -> server:port` (protocol omitted when it is `tcp`).
 pub(crate) fn flow(f: &FlowRef) -> String {
-    let proto = if f.protocol == "tcp" || f.protocol.is_empty() {
+    let proto = if f.protocol == pcapsleuth_core::Protocol::Tcp {
         String::new()
     } else {
         format!("{} ", f.protocol)

@@ -1,8 +1,9 @@
 //! JSON and JSON Lines renderers (the machine-readable contract; see the crate
 //! documentation for the field-by-field specification).
 
-use crate::model::{CaptureReport, Report, SCHEMA_VERSION};
-use pcapsleuth_flow::FlowSummary;
+use crate::model::{CaptureReport, Report, SourceReport, SCHEMA_VERSION};
+use crate::wire::FlowReport;
+use pcapsleuth_ledger::{sum_cause_times, CauseTime};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -32,11 +33,50 @@ pub fn render_json(report: &Report) -> String {
 /// One JSON Lines line per finding of one capture: each line is a compact JSON
 /// object whose first key is `path` (the capture's path, as in
 /// [`CaptureReport::path`]) followed by every field of the finding, and ends
-/// with `\n`. A capture without findings renders as the empty string; capture
-/// facts, warnings and errors are not part of JSON Lines output.
+/// with `\n`. Capture facts and warnings are not part of JSON Lines output,
+/// except that a capture not analysed at all (`error`) or only in part
+/// (`incomplete`) ends with one more line, [`capture_status_line`]. A
+/// complete capture without findings renders as the empty string.
 ///
 /// The CLI calls this per capture as soon as that capture is finished.
 pub fn render_capture_jsonl(capture: &CaptureReport) -> String {
+    let mut out = render_findings_jsonl(capture);
+    if let Some(line) = capture_status_line(capture) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The JSON Lines record of a capture that was not analysed in full, without
+/// its newline: `{"path":…,"record":"capture_error","packets":N,"error":"…"}`
+/// when reading failed (`packets` frames were analysed before), or
+/// `{"path":…,"record":"capture_incomplete","packets":N,"incomplete":WARNING}`
+/// when reading stopped early on a cut or malformed record. Finding lines
+/// never have a `record` key. `None` for a complete read.
+pub fn capture_status_line(capture: &CaptureReport) -> Option<String> {
+    let mut obj = Map::new();
+    obj.insert("path".to_string(), Value::String(capture.path.clone()));
+    let record = |s: &str| Value::String(s.to_string());
+    if let Some(e) = &capture.error {
+        obj.insert("record".to_string(), record("capture_error"));
+        obj.insert("packets".to_string(), Value::from(capture.packets));
+        obj.insert("error".to_string(), Value::String(e.clone()));
+    } else if let Some(w) = &capture.incomplete {
+        obj.insert("record".to_string(), record("capture_incomplete"));
+        obj.insert("packets".to_string(), Value::from(capture.packets));
+        obj.insert(
+            "incomplete".to_string(),
+            serde_json::to_value(w).unwrap_or(Value::Null),
+        );
+    } else {
+        return None;
+    }
+    Some(Value::Object(obj).to_string())
+}
+
+/// One line per finding (see [`render_capture_jsonl`]).
+fn render_findings_jsonl(capture: &CaptureReport) -> String {
     let mut out = String::new();
     for f in &capture.findings {
         let mut obj = Map::new();
@@ -75,7 +115,13 @@ struct FlowsCapture<'a> {
     path: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
-    flows: &'a [FlowSummary],
+    #[serde(skip_serializing_if = "<[SourceReport]>::is_empty")]
+    sources: &'a [SourceReport],
+    flows: &'a [FlowReport],
+    /// The capture's latency budget: every flow's `time_lost_by_cause`
+    /// summed per cause (contract 1.1; omitted when no flow stalled).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    time_lost_by_cause: Vec<CauseTime>,
 }
 
 /// Whole document of [`render_flows_json`].
@@ -86,10 +132,13 @@ struct FlowsDoc<'a> {
 }
 
 /// Render the `pcapsleuth flows` JSON document:
-/// `{"schema_version":1,"captures":[{"path":…,"flows":[FlowSummary…]}]}`,
+/// `{"schema_version":1,"captures":[{"path":…,"flows":[FLOW…]}]}`,
 /// pretty-printed with a trailing newline. `error` is present on a capture
-/// only when it could not be read to the end. `flows` is always present
-/// (possibly empty).
+/// only when it could not be read to the end, `sources` only for a merged
+/// set (the files merged, as in `analyze` JSON). `flows` is always present
+/// (possibly empty); each flow carries its stall ledger (`stalls`,
+/// `time_lost_by_cause`, `stall_summary`) when it stalled, and the capture
+/// its `time_lost_by_cause` (the latency budget) when any flow did.
 pub fn render_flows_json(report: &Report) -> String {
     let doc = FlowsDoc {
         schema_version: SCHEMA_VERSION,
@@ -99,7 +148,11 @@ pub fn render_flows_json(report: &Report) -> String {
             .map(|c| FlowsCapture {
                 path: &c.path,
                 error: c.error.as_deref(),
+                sources: &c.sources,
                 flows: &c.flows,
+                time_lost_by_cause: sum_cause_times(
+                    c.flows.iter().flat_map(|f| f.time_lost_by_cause.iter()),
+                ),
             })
             .collect(),
     };

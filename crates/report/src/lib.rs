@@ -51,6 +51,7 @@
 //! | `tcp_streams` | integer | number of `tcp.stream` ids assigned (streams are `0..tcp_streams`) |
 //! | `warnings` | array of WARNING | facts about the file that did not stop reading |
 //! | `error` | string \| null | fatal error that stopped reading this file; findings from the frames before it are kept. A non-null `error` makes the CLI exit with status 2 |
+//! | `incomplete` | WARNING, omitted when absent | since 1.1, only when reading stopped before the end of the input without an `error` (a record cut short, also a gzip stream without its end, or a malformed record): the warning (also in `warnings`) saying what and where; frames after it were not analysed. `check` then says `INCOMPLETE` and exits with status 2 |
 //! | `findings` | array of FINDING | sorted by first cited frame, then detector id, then `tcp_stream`, then summary |
 //! | `flows` | array of FLOW | only present in `pcapsleuth flows` output (see below); absent from `analyze` |
 //! | `sources` | array of SOURCE | only present for a merged set (`analyze --merge a.pcap b.pcap`): the files merged, in input order |
@@ -74,6 +75,7 @@
 //! | `interfaces` | array of INTERFACE | its interfaces, `id` being the id **in the merged set** |
 //! | `warnings` | array of WARNING | its warnings (`offset`, `frame` relative to this file) |
 //! | `error` | string \| null | fatal error reading this file |
+//! | `incomplete` | WARNING, omitted when absent | since 1.1: as in CAPTURE, for this file (the set's `incomplete` is the first file's, its path prefixed to `message`) |
 //!
 //! ## INTERFACE ([`InterfaceReport`])
 //!
@@ -83,11 +85,11 @@
 //! | `name` | string \| null | pcapng `if_name`, when recorded |
 //! | `linktype` | string | link-layer type name, e.g. `"ETHERNET"`, `"LINUX_SLL2"`, `"RAW"` |
 //!
-//! ## WARNING ([`pcapsleuth_ingest::CaptureWarning`])
+//! ## WARNING ([`WarningReport`])
 //!
 //! | field | type | meaning |
 //! |---|---|---|
-//! | `kind` | `"truncated_record"` \| `"malformed_record"` \| `"unknown_interface"` | what happened (new kinds may be added) |
+//! | `kind` | `"truncated_record"` \| `"malformed_record"` \| `"unknown_interface"` \| `"unacked_segment_cap"` | what happened (new kinds may be added). `unacked_segment_cap` (since 1.1) is about the analysis, not a record: the flow table's unacknowledged-segment cap was hit in the flows its `message` names (`offset` 0, `frame` null), so their retransmission and loss analysis is incomplete |
 //! | `offset` | integer | byte offset of the record concerned, from the start of the decompressed file |
 //! | `frame` | integer \| null | the frame number the record would have had, if known |
 //! | `message` | string | human-readable detail |
@@ -126,8 +128,12 @@
 //! is `path` (the CAPTURE's `path`), followed by every FINDING field above, in
 //! the same order. Lines come in capture input order, then finding order; the
 //! CLI prints a capture's lines as soon as it (and every capture before it) is
-//! finished. Capture facts, warnings and errors are not part of this stream
-//! (errors go to stderr and the exit status).
+//! finished. Capture facts and warnings are not part of this stream (errors
+//! also go to stderr and the exit status), except that a capture not analysed
+//! at all or only in part ends with one status line ([`capture_status_line`],
+//! since 1.1): `{"path":…,"record":"capture_error","packets":N,"error":"…"}`
+//! or `{"path":…,"record":"capture_incomplete","packets":N,"incomplete":WARNING}`.
+//! Finding lines never have a `record` key.
 //!
 //! # `flows --format json` ([`render_flows_json`])
 //!
@@ -136,8 +142,9 @@
 //! ```
 //!
 //! Each capture has `path`, `flows` (always present, one FLOW per `tcp.stream`
-//! in stream order) and, only when reading failed, `error`. FLOW is
-//! [`pcapsleuth_flow::FlowSummary`]: `tcp_stream`, `client`, `client_port`,
+//! in stream order), only when reading failed `error`, and, only for a merged
+//! set (`flows --merge`), `sources` (before `flows`, as in CAPTURE). FLOW is
+//! [`FlowReport`]: `tcp_stream`, `client`, `client_port`,
 //! `server`, `server_port`, `packets`, `bytes` (IP bytes), `packets_c2s`,
 //! `packets_s2c`, `payload_bytes_c2s`, `payload_bytes_s2c`, `first_frame`,
 //! `last_frame`, `duration_ms`, `state` (Zeek `conn_state`: `S0`, `S1`, `SF`,
@@ -156,15 +163,26 @@
 //! (tickets) are for people and may change between releases; scripts should
 //! consume JSON or JSON Lines.
 
+pub mod check;
 mod common;
+pub mod explain;
 pub mod json;
 pub mod markdown;
 pub mod model;
 pub mod text;
 pub mod time;
+pub mod wire;
 
-pub use json::{render_capture_jsonl, render_flows_json, render_json, render_jsonl};
+pub use check::render_check_line;
+pub use explain::{render_detector_list, render_explain, DetectorDoc};
+pub use json::{
+    capture_status_line, render_capture_jsonl, render_flows_json, render_json, render_jsonl,
+};
 pub use markdown::render_markdown;
 pub use model::*;
 pub use text::{render_capture_text, render_flows_text, render_text, TextOptions};
 pub use time::{format_duration_s, format_ts_utc};
+pub use wire::{
+    ConnStateReport, FlowReport, RetransmissionsReport, RttReport, SightingReport,
+    WarningKindReport, WarningReport,
+};

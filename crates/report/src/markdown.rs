@@ -149,11 +149,15 @@ fn capture(out: &mut String, c: &CaptureReport) {
                 .map(|v| evidence_value(&v))
                 .unwrap_or_default();
             let frame = wa.frame.map(|f| format!(", frame {f}")).unwrap_or_default();
+            let at = if wa.kind.is_about_a_record() {
+                format!(" at byte {}", wa.offset)
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
-                "- **Warning:** {} at byte {}{frame}: {}",
+                "- **Warning:** {}{at}{frame}: {}",
                 code(&kind),
-                wa.offset,
                 esc(&wa.message)
             );
         }

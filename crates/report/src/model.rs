@@ -1,8 +1,7 @@
 //! Serializable report types: the JSON wire format.
 
+use crate::wire::{FlowReport, WarningReport};
 use pcapsleuth_core::Finding;
-use pcapsleuth_flow::FlowSummary;
-use pcapsleuth_ingest::CaptureWarning;
 use serde::Serialize;
 
 /// Current JSON schema version.
@@ -46,14 +45,20 @@ pub struct CaptureReport {
     /// TCP streams (`tcp.stream` ids assigned).
     pub tcp_streams: u64,
     /// Facts about the file (truncation…).
-    pub warnings: Vec<CaptureWarning>,
+    pub warnings: Vec<WarningReport>,
     /// Fatal error that stopped reading this file, if any (findings before it are kept).
     pub error: Option<String>,
+    /// Only when reading stopped before the end of the input without an
+    /// `error` — a record cut short (also a gzip stream without its end) or
+    /// malformed — so the frames after it were not analysed: the warning
+    /// (also in `warnings`) saying what and where. Omitted for a complete read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<WarningReport>,
     /// Findings, sorted by first frame then detector.
     pub findings: Vec<Finding>,
     /// Per-flow summaries (only filled for `pcapsleuth flows`; omitted from `analyze` JSON).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub flows: Vec<FlowSummary>,
+    pub flows: Vec<FlowReport>,
     /// Only for a merged capture set (`--merge`): the files merged, in input
     /// order. Empty (and omitted from JSON) for a single capture.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -77,7 +82,11 @@ pub struct SourceReport {
     /// This file's interfaces, with their ids **in the merged set**.
     pub interfaces: Vec<InterfaceReport>,
     /// Facts about this file; `offset` and `frame` refer to this file.
-    pub warnings: Vec<CaptureWarning>,
+    pub warnings: Vec<WarningReport>,
     /// Fatal error that stopped reading this file, if any.
     pub error: Option<String>,
+    /// As [`CaptureReport::incomplete`], for this file (`offset` and `frame`
+    /// relative to it). Omitted for a complete read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<WarningReport>,
 }

@@ -5,8 +5,9 @@ use crate::common::{
 };
 use crate::model::{CaptureReport, Report};
 use crate::time::{format_duration_s, format_ts_utc};
+use crate::wire::FlowReport;
+use pcapsleuth_ledger::{human_duration, sum_cause_times};
 use pcapsleuth_core::{Finding, Severity};
-use pcapsleuth_flow::FlowSummary;
 use std::fmt::Write as _;
 
 /// Options for [`render_text`].
@@ -104,11 +105,15 @@ pub fn render_capture_text(c: &CaptureReport, opts: &TextOptions) -> String {
             .map(|v| evidence_value(&v))
             .unwrap_or_default();
         let frame = w.frame.map(|f| format!(" (frame {f})")).unwrap_or_default();
+        let at = if w.kind.is_about_a_record() {
+            format!(" at byte {}", w.offset)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "{} {kind} at byte {}{frame}: {}",
+            "{} {kind}{at}{frame}: {}",
             st.paint("33", "capture warning:"),
-            w.offset,
             w.message
         );
     }
@@ -166,8 +171,11 @@ fn ms(v: Option<f64>) -> String {
 /// (both ways), `bytes` (IP bytes both ways), `dur_ms`, `rexmit` (all
 /// retransmissions, our verdict), `zwin_ms` (time at zero window),
 /// `hs_rtt_ms` (handshake RTT), `stall_ms` (longest stall). Each capture starts
-/// with `== <path>` and ends with a `-- <n> flows` line; unreadable captures
-/// show `error:`.
+/// with `== <path>` (for a merged set followed by `   merged from …`, as in
+/// [`render_capture_text`]) and ends with a `-- <n> flows` line; unreadable
+/// captures show `error:`. When the stall ledger found stalls, a
+/// `time lost to stalls: …` line (the capture's latency budget by cause)
+/// precedes the last line.
 pub fn render_flows_text(report: &Report) -> String {
     let mut out = String::new();
     for (i, c) in report.captures.iter().enumerate() {
@@ -175,18 +183,52 @@ pub fn render_flows_text(report: &Report) -> String {
             out.push('\n');
         }
         let _ = writeln!(out, "== {}", c.path);
+        if let Some(m) = merged_from(c) {
+            let _ = writeln!(out, "   merged from {m}");
+        }
         if !c.flows.is_empty() {
             out.push_str(&flows_table(&c.flows));
         }
         if let Some(e) = &c.error {
             let _ = writeln!(out, "error: {e}");
         }
+        if let Some(line) = time_lost_line(&c.flows) {
+            let _ = writeln!(out, "{line}");
+        }
         let _ = writeln!(out, "-- {}", plural(c.flows.len() as u64, "flow"));
     }
     out
 }
 
-fn flows_table(flows: &[FlowSummary]) -> String {
+/// The stall ledger's summary of a capture, when any flow stalled:
+/// `time lost to stalls: 22.0 s in 2 flows: 12 path MTU stalls (22.0 s)`,
+/// causes by descending time.
+fn time_lost_line(flows: &[FlowReport]) -> Option<String> {
+    let mut causes = sum_cause_times(flows.iter().flat_map(|f| f.time_lost_by_cause.iter()));
+    if causes.is_empty() {
+        return None;
+    }
+    causes.sort_by(|a, b| b.duration_ms.total_cmp(&a.duration_ms));
+    let ns = |ms: f64| (ms * 1e6).round() as i64;
+    let total: f64 = causes.iter().map(|c| c.duration_ms).sum();
+    let stalled = flows.iter().filter(|f| !f.time_lost_by_cause.is_empty()).count();
+    let parts: Vec<String> = causes
+        .iter()
+        .map(|c| {
+            let s = if c.stalls == 1 { "" } else { "s" };
+            let d = human_duration(ns(c.duration_ms));
+            format!("{} {}{s} ({d})", c.stalls, c.cause.label())
+        })
+        .collect();
+    Some(format!(
+        "time lost to stalls: {} in {}: {}",
+        human_duration(ns(total)),
+        plural(stalled as u64, "flow"),
+        parts.join(", ")
+    ))
+}
+
+fn flows_table(flows: &[FlowReport]) -> String {
     const HEAD: [&str; 11] = [
         "stream",
         "client",
@@ -203,9 +245,7 @@ fn flows_table(flows: &[FlowSummary]) -> String {
     let rows: Vec<[String; 11]> = flows
         .iter()
         .map(|f| {
-            let state = serde_json::to_value(f.state)
-                .map(|v| evidence_value(&v))
-                .unwrap_or_default();
+            let state = f.state.as_str().to_string();
             [
                 f.tcp_stream.to_string(),
                 endpoint(&f.client, f.client_port),

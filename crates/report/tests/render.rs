@@ -3,8 +3,6 @@
 //! determinism, colour off by default) are asserted directly.
 
 use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};
-use pcapsleuth_flow::{ConnState, FlowSummary, RetransmissionCounts, RttStats};
-use pcapsleuth_ingest::{CaptureWarning, WarningKind};
 use pcapsleuth_report::*;
 use serde_json::{json, Value};
 
@@ -12,7 +10,7 @@ const T0: i64 = 1_700_000_000_123_456_789;
 
 fn flow(client: &str, cp: u16, server: &str, sp: u16) -> Option<FlowRef> {
     Some(FlowRef {
-        protocol: "tcp".into(),
+        protocol: pcapsleuth_core::Protocol::Tcp,
         client: client.into(),
         client_port: cp,
         server: server.into(),
@@ -86,13 +84,14 @@ fn sample() -> Report {
             },
         ],
         tcp_streams: 2,
-        warnings: vec![CaptureWarning {
-            kind: WarningKind::TruncatedRecord,
+        warnings: vec![WarningReport {
+            kind: WarningKindReport::TruncatedRecord,
             offset: 4242,
             frame: Some(22),
             message: "record header claims 1514 bytes, 100 left".into(),
         }],
         error: None,
+        incomplete: None,
         findings,
         flows: vec![],
         sources: Vec::new(),
@@ -107,6 +106,7 @@ fn sample() -> Report {
         tcp_streams: 0,
         warnings: vec![],
         error: Some("notes.txt: not a pcap or pcapng capture (first bytes 68656c6c)".into()),
+        incomplete: None,
         findings: vec![],
         flows: vec![],
         sources: Vec::new(),
@@ -117,8 +117,8 @@ fn sample() -> Report {
     }
 }
 
-fn summary(stream: u64, client: &str, state: ConnState) -> FlowSummary {
-    FlowSummary {
+fn summary(stream: u64, client: &str, state: ConnStateReport) -> FlowReport {
+    FlowReport {
         tcp_stream: stream,
         client: client.into(),
         client_port: 40000 + stream as u16,
@@ -134,7 +134,7 @@ fn summary(stream: u64, client: &str, state: ConnState) -> FlowSummary {
         last_frame: 10,
         duration_ms: 1234.5,
         state,
-        retransmissions: RetransmissionCounts {
+        retransmissions: RetransmissionsReport {
             total: 2,
             rto: 1,
             fast: 1,
@@ -146,7 +146,7 @@ fn summary(stream: u64, client: &str, state: ConnState) -> FlowSummary {
         zero_window_ms: 0.0,
         zero_window_episodes: 0,
         handshake_rtt_ms: Some(0.25),
-        rtt_ms: Some(RttStats {
+        rtt_ms: Some(RttReport {
             min: 0.2,
             avg: 0.3,
             max: 0.5,
@@ -156,14 +156,18 @@ fn summary(stream: u64, client: &str, state: ConnState) -> FlowSummary {
         mss: [Some(1460), None],
         window_scale: [Some(7), Some(7)],
         unacked_capped: false,
+        stalls: Vec::new(),
+        stalls_dropped: 0,
+        time_lost_by_cause: Vec::new(),
+        stall_summary: None,
     }
 }
 
 fn flows_sample() -> Report {
     let mut r = sample();
     r.captures[0].flows = vec![
-        summary(0, "10.0.0.1", ConnState::SF),
-        summary(1, "2001:db8::1", ConnState::S0),
+        summary(0, "10.0.0.1", ConnStateReport::SF),
+        summary(1, "2001:db8::1", ConnStateReport::S0),
     ];
     r.captures[0].flows[1].handshake_rtt_ms = None;
     r
@@ -388,6 +392,7 @@ fn merged_sample() -> Report {
             tcp_streams: 1,
             warnings: vec![],
             error: None,
+            incomplete: None,
             findings: vec![f],
             flows: vec![],
             sources: vec![
@@ -398,6 +403,7 @@ fn merged_sample() -> Report {
                     interfaces: vec![iface(0, "eth0")],
                     warnings: vec![],
                     error: None,
+                    incomplete: None,
                 },
                 SourceReport {
                     path: "lo.pcap".into(),
@@ -406,6 +412,7 @@ fn merged_sample() -> Report {
                     interfaces: vec![iface(1, "lo")],
                     warnings: vec![],
                     error: None,
+                    incomplete: None,
                 },
             ],
         }],
@@ -473,4 +480,33 @@ fn merged_set_cites_file_and_frame() {
     // A single capture has neither key.
     let single = render_json(&sample());
     assert!(!single.contains("source_frames") && !single.contains("\"sources\""));
+}
+
+/// `flows` output of a merged set names its files like `analyze` does: a
+/// `merged from` line under the header, and `sources` before `flows` in JSON.
+#[test]
+fn merged_set_flows_name_their_sources() {
+    let mut r = merged_sample();
+    r.captures[0].flows = vec![summary(0, "10.0.0.1", ConnStateReport::SF)];
+    let text = render_flows_text(&r);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "== eth0.pcap+lo.pcap");
+    assert_eq!(
+        lines[1],
+        "   merged from eth0.pcap (pcap, 6 frames), lo.pcap (pcapng, 4 frames)"
+    );
+    assert!(lines[2].starts_with("stream"), "{text}");
+    let json = render_flows_json(&r);
+    let keys: Vec<String> = serde_json::from_str::<Value>(&json).unwrap()["captures"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(keys, ["path", "sources", "flows"]);
+    // A single capture has no `sources` and no `merged from` line.
+    let mut single = sample();
+    single.captures.truncate(1);
+    assert!(!render_flows_json(&single).contains("\"sources\""));
+    assert!(!render_flows_text(&single).contains("merged from"));
 }

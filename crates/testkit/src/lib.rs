@@ -3,6 +3,12 @@
 //! - [`shared_dir`]: `../shared` beside the repository (public captures, lab captures).
 //! - [`tshark`]: the tshark binary if installed; tests that need it print `SKIP`
 //!   and return when it is absent, and `.ci/run` installs it so in CI they run.
+//! - [`capture`]: the pcap / pcapng writer for hand-built capture files, and
+//!   [`packet`]: the Ethernet / IP / TCP / UDP / ICMP byte builders for the
+//!   frames in them.
+
+pub mod capture;
+pub mod packet;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -5,8 +5,6 @@
 
 #![allow(dead_code)]
 
-pub mod build;
-
 use std::path::Path;
 
 /// Every frame of a capture file as (LINKTYPE, captured bytes, wire length); `None` if the

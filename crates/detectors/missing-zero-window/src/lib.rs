@@ -1,69 +1,19 @@
-//! `missing-zero-window`: a receiver that drops data behind an open window
-//! instead of advertising a zero window.
-//!
-//! **Incident.** Seed 003 (`../shared/seeds/003_22212713a2f4207c.txt`,
-//! Cloudflare 2023): on Linux before 6.5 (and later kernels with
-//! `net.ipv4.tcp_shrink_window=0` when the window-scale unit exceeds the
-//! segment size) the receive buffer grows to `tcp_rmem` max; then the kernel
-//! drops arriving data (`TCPRcvQDrop`) *without ever advertising a zero window*
-//! (`TCPWantZeroWindowAdv` counts the zero windows it wanted to send). The
-//! sender retransmits with exponential backoff until the connection times out.
-//!
-//! **Signature** (per flow direction):
-//! 1. the receiver's cumulative ACK stops at relative sequence *S* and never
-//!    passes it while the sender re-sends the segment starting at *S*
-//!    ≥ [`MIN_RETRANSMISSIONS`] times with RTO backoff (gaps roughly doubling,
-//!    RFC 6298 §5.5, `tcp_retransmit_timer`; [`pcapsleuth_detect::retx::backoff_doublings`] ≥ 2);
-//! 2. the receiver's window stays open — it never advertises 0 during the
-//!    episode, and its last ACK before the drop offered at least the segment
-//!    length — so flow control cannot explain the silence;
-//! 3. segments of that size were acknowledged earlier in the same direction
-//!    (the path carries them; otherwise this is `mss-blackhole`);
-//! 4. the receiver had taken in far more than its window before the drop
-//!    (relative ACK ≥ max([`BUSY_WINDOWS`] × window, [`MIN_ACKED_BYTES`]), or
-//!    ≥ [`MIN_ACKED_SEGMENTS`] segments acknowledged for tiny writes): a
-//!    receive buffer only reaches `tcp_rmem` max on a busy flow, which rules out
-//!    keep-alives and short replies sent to a peer that went away;
-//! 5. the receiver demonstrably got the retransmissions: it answers them with
-//!    duplicate ACKs at *S* with an open window (seed 003's production trace),
-//!    or the capture was taken on the receiver's link — its packets still carry
-//!    an initial TTL (64/128/255) — and shows the retransmissions arriving
-//!    unanswered (the lab's kernel-6.1 capture). Unanswered retransmissions seen
-//!    from afar are not reported: a dead peer or a broken path looks the same.
-//!
-//! Severity `error`.
-//!
-//! **Evidence keys.** `receiver`/`sender` (role + address:port), `stuck_ack`
-//! (relative sequence, bytes), `segment_bytes` (payload of the stuck segment),
-//! `windows_advertised` (bytes, the receiver's distinct windows from its last ACK
-//! before the drop through the episode), `window_at_drop_bytes`,
-//! `retransmissions` (count), `rto_ladder_ms` (ms, original → each retransmission),
-//! `backoff_doublings` (count), `duration_ms` (ms, original transmission → last
-//! retransmission or the ACK that ended it), `receiver_answers_open_window`
-//! (count of duplicate ACKs at `stuck_ack` with a non-zero window),
-//! `capture_at_receiver` (bool: receiver TTL initial, sender's decremented),
-//! `capture_on_receiver_link` (bool: receiver TTL initial), `receiver_ttl`,
-//! `sender_ttl` (highest TTL / hop limit seen), `largest_acked_payload`
-//! (bytes, proves the path carries the size), `acknowledged_later` (bool),
-//! `zero_window_seen` (always false: with a zero window this is `zero-window`).
-//!
-//! **Known false positives.** An inline device on the receiver's link (bridge
-//! IPS, L2 firewall) dropping one flow's data behind the capture point looks
-//! the same as a silent receiver; so does a receiver that discards segments
-//! for another reason (bad checksum offload, PAWS) while acknowledging.
-//!
-//! **Remedy.** On the receiver: Linux ≥ 6.5 with `net.ipv4.tcp_shrink_window=1`
-//! (or a kernel carrying the fix) so it shrinks the window to zero instead of
-//! dropping; meanwhile lower `net.ipv4.tcp_rmem` max or make the application
-//! read faster so the buffer limit is not reached.
+#![doc = include_str!("../README.md")]
 
-use pcapsleuth_core::{Direction, Endpoint, FrameNo, StreamId, Timestamp};
+mod peer;
+mod render;
+
+pub use peer::{Peer, Role};
+pub use render::render;
+
+use pcapsleuth_core::{Direction, FlowRef, FrameNo, StreamId, Timestamp};
 use pcapsleuth_detect::retx::{backoff_doublings, is_initial_ttl, ns_to_ms, DirLedger, Tx};
+use pcapsleuth_detect::timer::next_backoff_ns;
 use pcapsleuth_detect::{
-    Detector, DetectorInfo, Evidence, Finding, FinishContext, FlowEvent, PacketContext, Severity,
+    Detector, DetectorInfo, Finding, FinishContext, FlowEvent, PacketContext, Severity,
 };
 use pcapsleuth_flow::SegmentEvent;
-use serde_json::json;
+use serde::Serialize;
 use std::collections::{BTreeSet, VecDeque};
 
 /// Detector id.
@@ -88,18 +38,6 @@ pub const MIN_ACKED_SEGMENTS: u64 = 1000;
 const RING: usize = 64;
 /// Frames cited per kind.
 const MAX_CITE: usize = 16;
-
-const EXPLAIN: &str = "Looks for a receiver that drops data while its advertised window is open: its ACKs stop at \
-one sequence number S, the sender re-sends the segment at S three or more times with exponential RTO backoff \
-(about 200, 400, 800 ms...), the receiver never advertises a zero window, its last ACK offered at least a segment's \
-worth of window, and segments of that size had been acknowledged before (so it is not an MTU black hole). Why: \
-seed 003 (Cloudflare 2023) - Linux before 6.5 lets the receive buffer grow to tcp_rmem max and then drops incoming \
-data without ever sending a zero window (TCPRcvQDrop, TCPWantZeroWindowAdv); the sender backs off until the \
-connection times out. Strongest when the receiver answers each retransmission with a duplicate ACK at S and an open \
-window, or when the capture was taken on the receiver's link (initial TTL) so the retransmissions are seen \
-arriving; unanswered retransmissions seen from afar are not reported (a dead peer looks the same). What to do: on the receiver run Linux >= 6.5 and set net.ipv4.tcp_shrink_window=1 \
-so it advertises a zero window instead of dropping; meanwhile lower net.ipv4.tcp_rmem max or make the application \
-read faster.";
 
 #[derive(Debug, Clone, Copy)]
 struct RcvSeg {
@@ -339,37 +277,237 @@ fn ladder_gaps(ep: &Episode) -> Vec<i64> {
         .collect()
 }
 
-fn endpoint_label(
-    ctx: &FinishContext,
-    stream: StreamId,
-    sender_is_client: bool,
-) -> (String, String) {
-    let ends: Option<(Endpoint, Endpoint)> = ctx.streams.get(&stream).copied();
-    let ep = ends.map(|(c, s)| if sender_is_client { c } else { s });
-    let role = if sender_is_client { "client" } else { "server" };
-    let addr = ep
-        .map(|e| match e.addr {
-            std::net::IpAddr::V6(a) => format!("[{a}]:{}", e.port),
-            std::net::IpAddr::V4(a) => format!("{a}:{}", e.port),
-        })
-        .unwrap_or_else(|| "?".to_string());
-    (role.to_string(), addr)
+/// How the capture proves that the receiver got the retransmissions it did
+/// not acknowledge (signature point 5 of the README).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proof {
+    /// The receiver answered retransmissions with duplicate ACKs at the stuck
+    /// sequence and an open window (seed 003's production trace).
+    DuplicateAcks,
+    /// Unanswered, but the receiver's TTL is initial and the sender's
+    /// decremented: the capture was taken at the receiver's end.
+    CapturedAtReceiver,
+    /// Unanswered, but the receiver's TTL is initial: the capture was taken on
+    /// the receiver's link (the lab's kernel-6.1 capture).
+    CapturedOnReceiverLink,
 }
 
-fn fmt_ms(v: f64) -> String {
-    if v >= 10.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
+/// The `evidence` object of a `missing-zero-window` finding: keys, order and
+/// units of the JSON report (see the crate README, section Evidence).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MissingZeroWindowEvidence {
+    /// The side that stopped acknowledging.
+    pub receiver: Peer,
+    /// The side re-sending.
+    pub sender: Peer,
+    /// Relative sequence (bytes) where the receiver's cumulative ACK stopped.
+    pub stuck_ack: i64,
+    /// Payload of the stuck segment (bytes).
+    pub segment_bytes: u32,
+    /// The receiver's distinct windows from its last ACK before the drop
+    /// through the episode, sorted (bytes; raw values when the scale is unknown).
+    pub windows_advertised: Vec<u64>,
+    /// Window of the receiver's last ACK before the drop (bytes).
+    pub window_at_drop_bytes: u64,
+    /// The handshake was captured: windows are scaled bytes.
+    pub window_scale_known: bool,
+    /// Re-sends of the stuck segment (count).
+    pub retransmissions: u32,
+    /// Gaps between successive transmissions of the stuck segment (ms).
+    pub rto_ladder_ms: Vec<f64>,
+    /// Gaps that roughly doubled the previous one (count).
+    pub backoff_doublings: usize,
+    /// Original transmission → the ACK that ended the episode, else → the
+    /// last retransmission (ms).
+    pub duration_ms: f64,
+    /// Duplicate ACKs at `stuck_ack` with a non-zero window answering a
+    /// retransmission (count).
+    pub receiver_answers_open_window: u64,
+    /// Receiver TTL initial, sender's decremented: captured at the receiver's end.
+    pub capture_at_receiver: bool,
+    /// Receiver TTL initial: captured on the receiver's link.
+    pub capture_on_receiver_link: bool,
+    /// Highest TTL / hop limit of the sender's packets, if seen.
+    pub sender_ttl: Option<u8>,
+    /// Highest TTL / hop limit of the receiver's packets, if seen.
+    pub receiver_ttl: Option<u8>,
+    /// Largest segment acknowledged in that direction (bytes, TCP payload).
+    pub largest_acked_payload: u32,
+    /// The receiver's ACK eventually passed `stuck_ack`.
+    pub acknowledged_later: bool,
+    /// Always false: with a zero window this is `zero-window`.
+    pub zero_window_seen: bool,
+    /// Only when the stuck segment was still unacknowledged when the capture
+    /// ended before its next retransmission was due (censored at the
+    /// capture's edge): its last retransmission → the end of the capture
+    /// (ms). Omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_at_capture_end_ms: Option<f64>,
+    /// With `open_at_capture_end_ms`: the nominal wait before that next
+    /// retransmission, double the last gap (RFC 6298 §5.5, at most
+    /// `TCP_RTO_MAX` 120 s) (ms). Omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_retransmission_due_ms: Option<f64>,
+}
+
+/// One receiver dropping data behind an open window: plain data, rendered
+/// into a [`Finding`] by [`render()`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnosis {
+    /// Always [`Severity::Error`].
+    pub severity: Severity,
+    /// The `tcp.stream`.
+    pub stream: StreamId,
+    /// The flow (client → server) as the flow table saw it.
+    pub flow: Option<FlowRef>,
+    /// Direction of the stuck data (sender → receiver).
+    pub data_dir: Direction,
+    /// How the capture proves the receiver got the retransmissions.
+    pub proof: Proof,
+    /// Last ACK before the drop, original transmission, retransmissions,
+    /// answering duplicate ACKs and the ending ACK (unsorted).
+    pub frames: Vec<FrameNo>,
+    /// The receiver's last ACK before the drop (else the first transmission),
+    /// ns since the Unix epoch.
+    pub start_ns: i64,
+    /// The ACK that ended the episode, else the last retransmission, ns since
+    /// the Unix epoch.
+    pub end_ns: i64,
+    /// The evidence object.
+    pub evidence: MissingZeroWindowEvidence,
+}
+
+impl MissingZeroWindow {
+    /// End of capture: one [`Diagnosis`] per qualified episode, in the order
+    /// the episodes ended (those still open at the end in (`tcp.stream`,
+    /// direction) order). Consumes the detector's state.
+    pub fn diagnose(&mut self, ctx: &FinishContext) -> Vec<Diagnosis> {
+        let mut keys: Vec<(StreamId, usize)> = self.dirs.keys().copied().collect();
+        keys.sort_unstable();
+        for k in keys {
+            if let Some(mut st) = self.dirs.remove(&k) {
+                if let Some(ep) = st.ep.take() {
+                    let largest = st.ledger.largest_acked_payload;
+                    let n = st.ledger.acked_segments;
+                    self.consider(k.0, dir_of(k.1), ep, largest, n, st.scale_known);
+                }
+            }
+        }
+        std::mem::take(&mut self.hits)
+            .into_iter()
+            .filter_map(|h| self.diagnose_hit(ctx, h))
+            .collect()
     }
+
+    /// The diagnosis of one qualified episode, or `None` when the capture does
+    /// not prove the receiver got the retransmissions.
+    fn diagnose_hit(&self, ctx: &FinishContext, h: Hit) -> Option<Diagnosis> {
+        let ep = &h.ep;
+        let rttl = self.ttl.get(&(h.stream, h.dir.reverse().index())).copied();
+        let sttl = self.ttl.get(&(h.stream, h.dir.index())).copied();
+        // The receiver's packets still carry an initial TTL: the capture
+        // point is on the receiver's own link, so retransmissions seen here
+        // reached it. If the sender's are decremented, the capture is at the receiver's end.
+        let on_receiver_link = rttl.is_some_and(is_initial_ttl);
+        let at_receiver = on_receiver_link && sttl.is_some_and(|t| !is_initial_ttl(t));
+        let proof = if ep.answered_count > 0 {
+            Proof::DuplicateAcks
+        } else if at_receiver {
+            Proof::CapturedAtReceiver
+        } else if on_receiver_link {
+            Proof::CapturedOnReceiverLink
+        } else {
+            // Unanswered and seen from afar: a dead peer or path looks the same.
+            return None;
+        };
+        let gaps = ladder_gaps(ep);
+        let before = ep.last_ack_before;
+        let mut windows: BTreeSet<u64> = ep.windows.clone();
+        if let Some(b) = before {
+            windows.insert(b.window);
+        }
+        let start = ep.orig.or(ep.retx.first().copied());
+        let end_ts = ep.acked_at.map(|a| a.1).or(ep.retx.last().map(|t| t.ts));
+        let dur_ns = match (start, end_ts) {
+            (Some(s), Some(e)) => e.0.saturating_sub(s.ts.0).max(0),
+            _ => 0,
+        };
+        let start_ns = before
+            .map(|b| b.ts.0)
+            .or(start.map(|s| s.ts.0))
+            .unwrap_or(0);
+        // Still unacknowledged when the capture ended, before the next
+        // re-send was due: how the episode ended is not in the capture.
+        let open = match (ep.acked_at, ep.retx.last()) {
+            (None, Some(last)) => {
+                let next = next_backoff_ns(gaps.last().copied().unwrap_or(0));
+                ctx.open_at_end(None, last.ts, next).map(|after| (after, next))
+            }
+            _ => None,
+        };
+        let evidence = MissingZeroWindowEvidence {
+            receiver: Peer::sender_of(ctx, h.stream, h.dir.reverse()),
+            sender: Peer::sender_of(ctx, h.stream, h.dir),
+            stuck_ack: ep.stuck_seq,
+            segment_bytes: ep.len,
+            windows_advertised: windows.into_iter().collect(),
+            window_at_drop_bytes: before.map(|b| b.window).unwrap_or(0),
+            window_scale_known: h.scale_known,
+            retransmissions: ep.retx_count,
+            rto_ladder_ms: gaps.iter().map(|g| ns_to_ms(*g)).collect(),
+            backoff_doublings: backoff_doublings(&gaps),
+            duration_ms: ns_to_ms(dur_ns),
+            receiver_answers_open_window: ep.answered_count,
+            capture_at_receiver: at_receiver,
+            capture_on_receiver_link: on_receiver_link,
+            sender_ttl: sttl,
+            receiver_ttl: rttl,
+            largest_acked_payload: h.largest_acked_payload,
+            acknowledged_later: ep.acked_at.is_some(),
+            zero_window_seen: false,
+            open_at_capture_end_ms: open.map(|(after, _)| ns_to_ms(after)),
+            next_retransmission_due_ms: open.map(|(_, next)| ns_to_ms(next)),
+        };
+        Some(Diagnosis {
+            severity: Severity::Error,
+            stream: h.stream,
+            flow: ctx.flow_ref(h.stream),
+            data_dir: h.dir,
+            proof,
+            frames: cited_frames(ep),
+            start_ns,
+            end_ns: end_ts.map(|t| t.0).unwrap_or(start_ns),
+            evidence,
+        })
+    }
+}
+
+/// Frames proving an episode: the last ACK before the drop, the original
+/// transmission, up to 16 retransmissions, the answering duplicate ACKs and
+/// the ACK that ended it.
+fn cited_frames(ep: &Episode) -> Vec<FrameNo> {
+    let mut frames: Vec<FrameNo> = Vec::new();
+    if let Some(b) = ep.last_ack_before {
+        frames.push(b.frame);
+    }
+    if let Some(o) = ep.orig {
+        frames.push(o.frame);
+    }
+    frames.extend(ep.retx.iter().take(MAX_CITE).map(|t| t.frame));
+    frames.extend(ep.answered.iter().copied());
+    if let Some(a) = ep.acked_at {
+        frames.push(a.0);
+    }
+    frames
 }
 
 impl Detector for MissingZeroWindow {
     fn info(&self) -> DetectorInfo {
         DetectorInfo {
             id: ID,
+            aliases: &[],
             title: "Receiver drops data behind an open window (missing zero window)",
-            explain: EXPLAIN,
+            explain: include_str!("../README.md"),
         }
     }
 
@@ -390,134 +528,6 @@ impl Detector for MissingZeroWindow {
     }
 
     fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding> {
-        let mut keys: Vec<(StreamId, usize)> = self.dirs.keys().copied().collect();
-        keys.sort_unstable();
-        for k in keys {
-            if let Some(mut st) = self.dirs.remove(&k) {
-                if let Some(ep) = st.ep.take() {
-                    let largest = st.ledger.largest_acked_payload;
-                    let n = st.ledger.acked_segments;
-                    self.consider(k.0, dir_of(k.1), ep, largest, n, st.scale_known);
-                }
-            }
-        }
-        let hits = std::mem::take(&mut self.hits);
-        let mut out = Vec::new();
-        for h in hits {
-            let ep = &h.ep;
-            let sender_is_client = matches!(h.dir, Direction::ClientToServer);
-            let (srole, saddr) = endpoint_label(ctx, h.stream, sender_is_client);
-            let (rrole, raddr) = endpoint_label(ctx, h.stream, !sender_is_client);
-            let rttl = self.ttl.get(&(h.stream, h.dir.reverse().index())).copied();
-            let sttl = self.ttl.get(&(h.stream, h.dir.index())).copied();
-            // The receiver's packets still carry an initial TTL: the capture
-            // point is on the receiver's own link, so retransmissions seen here
-            // reached it. If the sender's are decremented, the capture is at the receiver's end.
-            let on_receiver_link = rttl.is_some_and(is_initial_ttl);
-            let at_receiver = on_receiver_link && sttl.is_some_and(|t| !is_initial_ttl(t));
-            let answered = ep.answered_count > 0;
-            if !answered && !on_receiver_link {
-                // Unanswered and seen from afar: a dead peer or path looks the same.
-                continue;
-            }
-            let gaps = ladder_gaps(ep);
-            let ladder: Vec<f64> = gaps.iter().map(|g| ns_to_ms(*g)).collect();
-            let before = ep.last_ack_before;
-            let window_at_drop = before.map(|b| b.window).unwrap_or(0);
-            let mut windows: BTreeSet<u64> = ep.windows.clone();
-            if let Some(b) = before {
-                windows.insert(b.window);
-            }
-            let start = ep.orig.or(ep.retx.first().copied());
-            let end_ts = ep.acked_at.map(|a| a.1).or(ep.retx.last().map(|t| t.ts));
-            let dur_ns = match (start, end_ts) {
-                (Some(s), Some(e)) => e.0.saturating_sub(s.ts.0).max(0),
-                _ => 0,
-            };
-            let mut frames: Vec<u64> = Vec::new();
-            if let Some(b) = before {
-                frames.push(b.frame);
-            }
-            if let Some(o) = ep.orig {
-                frames.push(o.frame);
-            }
-            frames.extend(ep.retx.iter().take(MAX_CITE).map(|t| t.frame));
-            frames.extend(ep.answered.iter().copied());
-            if let Some(a) = ep.acked_at {
-                frames.push(a.0);
-            }
-            let mut ev = Evidence::new();
-            ev.insert("receiver".into(), json!(format!("{rrole} {raddr}")));
-            ev.insert("sender".into(), json!(format!("{srole} {saddr}")));
-            ev.insert("stuck_ack".into(), json!(ep.stuck_seq));
-            ev.insert("segment_bytes".into(), json!(ep.len));
-            ev.insert(
-                "windows_advertised".into(),
-                json!(windows.iter().copied().collect::<Vec<u64>>()),
-            );
-            ev.insert("window_at_drop_bytes".into(), json!(window_at_drop));
-            ev.insert("window_scale_known".into(), json!(h.scale_known));
-            ev.insert("retransmissions".into(), json!(ep.retx_count));
-            ev.insert("rto_ladder_ms".into(), json!(ladder));
-            ev.insert("backoff_doublings".into(), json!(backoff_doublings(&gaps)));
-            ev.insert("duration_ms".into(), json!(ns_to_ms(dur_ns)));
-            ev.insert(
-                "receiver_answers_open_window".into(),
-                json!(ep.answered_count),
-            );
-            ev.insert("capture_at_receiver".into(), json!(at_receiver));
-            ev.insert("capture_on_receiver_link".into(), json!(on_receiver_link));
-            ev.insert("sender_ttl".into(), json!(sttl));
-            ev.insert("receiver_ttl".into(), json!(rttl));
-            ev.insert(
-                "largest_acked_payload".into(),
-                json!(h.largest_acked_payload),
-            );
-            ev.insert("acknowledged_later".into(), json!(ep.acked_at.is_some()));
-            ev.insert("zero_window_seen".into(), json!(false));
-            let ladder_txt = match (ladder.first(), ladder.last()) {
-                (Some(a), Some(b)) if ladder.len() > 1 => {
-                    format!("{} … {} ms", fmt_ms(*a), fmt_ms(*b))
-                }
-                (Some(a), _) => format!("{} ms", fmt_ms(*a)),
-                _ => String::new(),
-            };
-            let how = if answered {
-                format!(
-                    "answering {} of them with duplicate ACKs that keep the window open",
-                    ep.answered_count
-                )
-            } else if at_receiver {
-                "the capture, taken at the receiver's end, shows them arriving unanswered"
-                    .to_string()
-            } else {
-                "the capture, taken on the receiver's link (its packets carry an initial TTL), shows them arriving unanswered".to_string()
-            };
-            let severity = Severity::Error;
-            let summary = format!(
-                "The {rrole} {raddr} stopped acknowledging at relative seq {} while still advertising a {}-byte window and never sent a zero window; the {srole} re-sent the {}-byte segment {} times with exponential backoff ({ladder_txt}), {how}: the receiver is dropping data behind an open window (seed 003).",
-                ep.stuck_seq, window_at_drop, ep.len, ep.retx_count
-            );
-            let remedy = format!(
-                "On {raddr}: run Linux >= 6.5 with net.ipv4.tcp_shrink_window=1 so the receiver advertises a zero window instead of dropping data; meanwhile lower net.ipv4.tcp_rmem max or make the application read faster so the buffer limit is not reached."
-            );
-            let start_ts = before
-                .map(|b| b.ts.0)
-                .or(start.map(|s| s.ts.0))
-                .unwrap_or(0);
-            out.push(Finding::new(
-                ID,
-                severity,
-                summary,
-                ctx.flow_ref(h.stream),
-                Some(h.stream),
-                frames,
-                start_ts,
-                end_ts.map(|t| t.0).unwrap_or(start_ts),
-                remedy,
-                ev,
-            ));
-        }
-        out
+        self.diagnose(ctx).iter().map(render).collect()
     }
 }

@@ -1,74 +1,18 @@
-//! `mss-blackhole` (alias `pmtu-blackhole`): a path-MTU discovery black hole —
-//! large segments vanish silently while small ones pass.
-//!
-//! **Incident.** Seed 004 (`../shared/seeds/004_96b2d0d93e32c8c3.txt`):
-//! WireGuard + IPsec tunnels with ICMP blocked site-wide; `scp` crawls at
-//! 30 KB/s one way. Full-size segments exceed the tunnel MTU, the router's ICMP
-//! "fragmentation needed" (RFC 1191) / ICMPv6 "Packet Too Big" (RFC 8201) never
-//! reaches the sender, which re-sends the same oversized segment with RTO
-//! backoff forever (RFC 2923 §2.1 "black hole detection"). Fixed by MSS clamping.
-//!
-//! **Signature** (per flow direction):
-//! 1. a data segment is re-sent ≥ [`MIN_RETRANSMISSIONS`] times with the same
-//!    size and exponential backoff (gaps roughly doubling, RFC 6298 §5.5;
-//!    [`pcapsleuth_detect::retx::backoff_doublings`] ≥ 2) and is never
-//!    acknowledged at that size (still unacknowledged at the end of the capture,
-//!    or acknowledged only after the sender re-sent the bytes in smaller segments);
-//! 2. no segment that large was ever acknowledged in that direction, while
-//!    small packets demonstrably pass: smaller data segments were acknowledged,
-//!    or the peer kept sending after the first loss, or at least the handshake
-//!    completed (the classic symptom: "ssh connects, scp stalls");
-//! 3. the failing datagrams are larger than any path must carry (576 bytes for
-//!    IPv4, RFC 1122 §3.3.3; 1280 for IPv6, RFC 8200 §5);
-//! 4. no ICMP fragmentation-needed / Packet Too Big quoting the flow, or the
-//!    same address pair, appears in the capture (otherwise PMTUD is working and
-//!    the `frag-needed` detector covers it).
-//!
-//! The sender's own recovery is recognised: Linux `tcp_mtu_probing=1`
-//! (`tcp_mtu_probing()` in `net/ipv4/tcp_timer.c`) drops to `tcp_base_mss`
-//! (1024) after a few timeouts and re-sends the stuck bytes in smaller segments,
-//! which get acknowledged. The finding is then a `warning` with
-//! `sender_recovered_by_mtu_probing: true`; otherwise `error`.
-//!
-//! **Evidence keys** (other tools rely on these names):
-//! - `largest_acked_segment` (bytes, TCP **payload**) and `largest_acked_ip_bytes`
-//!   (bytes, IP datagram) of the largest segment acknowledged in that direction;
-//! - `smallest_unacked_segment` (bytes, payload) and `smallest_unacked_ip_bytes`
-//!   (bytes, IP datagram) of the smallest segment that kept failing;
-//! - `retransmissions` (count, of the stuck segment), `rto_ladder_ms` (ms,
-//!   gaps between its transmissions), `failing_segments` (count);
-//! - `icmp_seen` (bool, always false in a finding);
-//! - `path_mtu_lower_bound_bytes` (largest IP datagram proven to pass, this flow
-//!   or another between the same hosts), `path_mtu_upper_bound_bytes` (smallest
-//!   failing datagram − 1), `path_mtu_bound_bytes` (the MTU assumed for the
-//!   recommendation: the lower bound when it is ≥ 1280, else 1280 — the IPv6
-//!   minimum MTU and the conventional safe tunnel MTU — when the upper bound
-//!   allows it);
-//! - `recommended_mss` (bytes: `path_mtu_bound_bytes` − 40 for IPv4, − 60 for
-//!   IPv6, the value for `iptables … -j TCPMSS --set-mss`);
-//! - `sender_recovered_by_mtu_probing` (bool);
-//! - `stall_ms` (ms: first transmission of the stuck segment → its first
-//!   smaller re-send when the sender recovered, else → its last transmission).
-//!
-//! **Known false positives.** A middlebox that drops large packets for another
-//! reason (policing by size, a broken NIC offload) looks identical, and the
-//! remedy is the same. Heavy random loss hitting only full-size segments for
-//! seconds is unlikely but possible on a tiny capture.
-//!
-//! **Remedy.** Clamp the MSS where the tunnel starts (`iptables -t mangle -A
-//! FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss N` or
-//! `--clamp-mss-to-pmtu`), or lower the tunnel interface MTU; better, let ICMP
-//! type 3 code 4 / ICMPv6 type 2 through. `net.ipv4.tcp_mtu_probing=1` lets Linux
-//! senders recover by themselves.
+#![doc = include_str!("../README.md")]
 
-use pcapsleuth_core::{Direction, Endpoint, FrameNo, StreamId};
+mod peer;
+mod render;
+
+pub use peer::{Peer, Role};
+pub use render::render;
+
+use pcapsleuth_core::{Direction, FlowRef, FrameNo, StreamId, Timestamp};
 use pcapsleuth_decode::IcmpKind;
 use pcapsleuth_detect::retx::{backoff_doublings, ns_to_ms, DirLedger, Outcome, Retired};
-use pcapsleuth_detect::{
-    Detector, DetectorInfo, Evidence, Finding, FinishContext, FlowEvent, Severity,
-};
+use pcapsleuth_detect::timer::next_backoff_ns;
+use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent, Severity};
 use pcapsleuth_flow::SegmentEvent;
-use serde_json::json;
+use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
@@ -93,17 +37,159 @@ pub const MIN_MTU_V6: u32 = 1280;
 
 const MAX_CITE: usize = 24;
 
-const EXPLAIN: &str = "Looks for a path-MTU black hole (alias pmtu-blackhole): in one direction of a flow, a segment \
-above some size is re-sent three or more times with exponential RTO backoff and never acknowledged, while smaller \
-segments in the same direction are, and no ICMP fragmentation-needed / ICMPv6 Packet Too Big quoting the flow \
-appears anywhere in the capture. Why: seed 004 - WireGuard + IPsec tunnels with ICMP blocked; full-size segments \
-exceed the tunnel MTU, the router's frag-needed never reaches the sender, and it retransmits the same oversized \
-segment forever (scp at 30 KB/s). Recognises Linux tcp_mtu_probing recovering by itself (segments shrink to \
-tcp_base_mss 1024 after a few timeouts): then a warning instead of an error. Evidence gives the largest acknowledged \
-and smallest failing sizes, the path-MTU bounds they imply and the MSS to clamp to. What to do: clamp the MSS at the \
-tunnel (iptables -t mangle -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss <recommended_mss>, or \
---clamp-mss-to-pmtu), or lower the tunnel MTU; better, let ICMP type 3 code 4 and ICMPv6 type 2 through; \
-net.ipv4.tcp_mtu_probing=1 lets Linux senders recover on their own.";
+/// Why the capture shows that small packets pass in the failing direction
+/// (signature point 2 of the README), strongest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmallPacketsPass {
+    /// Smaller data segments were acknowledged in that direction.
+    DataAcked,
+    /// No data acknowledged, but the peer kept sending after the first loss.
+    PeerKeptSending,
+    /// Only the handshake passed ("ssh connects, scp stalls").
+    HandshakeOnly,
+}
+
+/// The `evidence` object of an `mss-blackhole` finding: keys, order and units
+/// of the JSON report (see the crate README, section Evidence).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MssBlackholeEvidence {
+    /// The side whose large segments vanish.
+    pub sender: Peer,
+    /// Largest TCP payload acknowledged in that direction (bytes).
+    pub largest_acked_segment: u32,
+    /// IP datagram length of the largest segment acknowledged (bytes).
+    pub largest_acked_ip_bytes: u32,
+    /// TCP payload of the smallest segment that kept failing (bytes).
+    pub smallest_unacked_segment: u32,
+    /// IP datagram length of the smallest segment that kept failing (bytes).
+    pub smallest_unacked_ip_bytes: u32,
+    /// Re-sends of the stuck segment (count).
+    pub retransmissions: u32,
+    /// Segments that kept failing at their own size (count).
+    pub failing_segments: usize,
+    /// Gaps between the transmissions of the stuck segment (ms).
+    pub rto_ladder_ms: Vec<f64>,
+    /// Always false in a finding (with ICMP, PMTUD works: `frag-needed`).
+    pub icmp_seen: bool,
+    /// Largest IP datagram proven to pass, this flow or another between the
+    /// same hosts in the same direction (bytes).
+    pub path_mtu_lower_bound_bytes: u32,
+    /// Smallest failing IP datagram − 1 (bytes).
+    pub path_mtu_upper_bound_bytes: u32,
+    /// The path MTU assumed for the recommendation (bytes).
+    pub path_mtu_bound_bytes: u32,
+    /// `path_mtu_bound_bytes` − 40 (IPv4) or − 60 (IPv6): the MSS to clamp to (bytes).
+    pub recommended_mss: u32,
+    /// The sender re-sent the stuck bytes in smaller segments that passed.
+    pub sender_recovered_by_mtu_probing: bool,
+    /// First transmission of the stuck segment → its first smaller re-send
+    /// when the sender recovered, else → its last transmission (ms).
+    pub stall_ms: f64,
+    /// Only when the stuck segment was still unacknowledged when the capture
+    /// ended before its next retransmission was due (censored at the
+    /// capture's edge): its last transmission → the end of the capture (ms).
+    /// Omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_at_capture_end_ms: Option<f64>,
+    /// With `open_at_capture_end_ms`: the nominal wait before that next
+    /// retransmission, double the last gap (RFC 6298 §5.5, at most
+    /// `TCP_RTO_MAX` 120 s) (ms). Omitted otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_retransmission_due_ms: Option<f64>,
+}
+
+/// One direction of a flow whose large segments vanish: plain data, rendered
+/// into a [`Finding`] by [`render()`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnosis {
+    /// [`Severity::Warning`] when the sender recovered by MTU probing, else
+    /// [`Severity::Error`].
+    pub severity: Severity,
+    /// The `tcp.stream`.
+    pub stream: StreamId,
+    /// The flow (client → server) as the flow table saw it.
+    pub flow: Option<FlowRef>,
+    /// Direction of the vanishing segments.
+    pub data_dir: Direction,
+    /// The receiving end (the segments' destination).
+    pub receiver: Peer,
+    /// The flow is IPv6 (ICMPv6 Packet Too Big rather than ICMP frag-needed).
+    pub ipv6: bool,
+    /// TCP payload of the stuck segment, the one re-sent most (bytes).
+    pub stuck_segment_bytes: u32,
+    /// Why small packets are known to pass.
+    pub small_packets: SmallPacketsPass,
+    /// Transmissions of the stuck segment, first transmissions of the other
+    /// failing segments, the first smaller re-send and the covering ACK (unsorted).
+    pub frames: Vec<FrameNo>,
+    /// First transmission of the stuck segment, ns since the Unix epoch.
+    pub start_ns: i64,
+    /// The ACK covering it, else its last transmission, ns since the Unix epoch.
+    pub end_ns: i64,
+    /// The evidence object.
+    pub evidence: MssBlackholeEvidence,
+}
+
+fn dir_of(i: usize) -> Direction {
+    if i == 0 {
+        Direction::ClientToServer
+    } else {
+        Direction::ServerToClient
+    }
+}
+
+fn all_gaps(r: &Retired) -> Vec<i64> {
+    r.record.gaps_ns()
+}
+
+/// Segments that kept failing at their own size, with backoff: unacknowledged
+/// at the end, or acknowledged only after being superseded by smaller re-sends.
+fn failing_segments(retired: &[Retired]) -> Vec<&Retired> {
+    retired
+        .iter()
+        .filter(|r| {
+            let unacked_at_size = match r.outcome {
+                Outcome::CaptureEnd => true,
+                Outcome::Acked { .. } => r.record.superseded,
+            };
+            unacked_at_size && backoff_doublings(&all_gaps(r)) >= 2
+        })
+        .collect()
+}
+
+/// Path-MTU bounds `(lower, upper, bound)` in bytes from the largest datagram
+/// acknowledged on this flow, on any flow between the same hosts (`cross`),
+/// and the smallest failing datagram.
+fn path_mtu_bounds(largest_acked_ip: u32, cross: u32, smallest_ip: u32) -> (u32, u32, u32) {
+    let upper = smallest_ip.saturating_sub(1);
+    let lower = largest_acked_ip.max(cross.min(upper));
+    let bound = if upper >= SAFE_PATH_MTU {
+        lower.max(SAFE_PATH_MTU)
+    } else {
+        lower
+    };
+    (lower, upper, bound)
+}
+
+/// Frames proving the black hole (see [`Diagnosis::frames`]).
+fn cited_frames(main: &Retired, failing: &[&Retired]) -> Vec<FrameNo> {
+    let mut frames: Vec<FrameNo> = main.record.txs.iter().map(|t| t.frame).collect();
+    for r in failing {
+        if frames.len() >= MAX_CITE {
+            break;
+        }
+        if let Some(t) = r.record.txs.first() {
+            frames.push(t.frame);
+        }
+    }
+    if let Some(t) = main.record.superseded_by {
+        frames.push(t.frame); // first smaller re-send (tcp_mtu_probing)
+    }
+    if let Outcome::Acked { frame, .. } = main.outcome {
+        frames.push(frame);
+    }
+    frames
+}
 
 #[derive(Debug, Clone, Default)]
 struct DirState {
@@ -118,33 +204,6 @@ pub struct MssBlackhole {
     dirs: BTreeMap<(StreamId, usize), DirState>,
     icmp_streams: pcapsleuth_detect::StreamSet<StreamId>,
     icmp_pairs: HashSet<(IpAddr, IpAddr)>,
-}
-
-fn dir_of(i: usize) -> Direction {
-    if i == 0 {
-        Direction::ClientToServer
-    } else {
-        Direction::ServerToClient
-    }
-}
-
-fn fmt_ep(e: Endpoint) -> String {
-    match e.addr {
-        IpAddr::V6(a) => format!("[{a}]:{}", e.port),
-        IpAddr::V4(a) => format!("{a}:{}", e.port),
-    }
-}
-
-fn fmt_ms(v: f64) -> String {
-    if v >= 10.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
-fn all_gaps(r: &Retired) -> Vec<i64> {
-    r.record.gaps_ns()
 }
 
 impl MssBlackhole {
@@ -179,34 +238,10 @@ impl MssBlackhole {
             }
         }
     }
-}
 
-impl Detector for MssBlackhole {
-    fn info(&self) -> DetectorInfo {
-        DetectorInfo {
-            id: ID,
-            title: "Path-MTU black hole: large segments vanish, small ones pass (pmtu-blackhole)",
-            explain: EXPLAIN,
-        }
-    }
-
-    fn on_flow_event(&mut self, event: &FlowEvent) {
-        match event {
-            FlowEvent::Segment(seg) => self.on_segment(seg),
-            FlowEvent::IcmpError(ic)
-                if matches!(ic.kind, IcmpKind::FragNeeded | IcmpKind::PacketTooBig) =>
-            {
-                if let Some(s) = ic.stream {
-                    self.icmp_streams.insert(s);
-                }
-                self.icmp_pairs
-                    .insert((ic.quoted_src.addr, ic.quoted_dst.addr));
-            }
-            _ => {}
-        }
-    }
-
-    fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding> {
+    /// End of capture: one [`Diagnosis`] per flow direction with a path-MTU
+    /// black hole, in (`tcp.stream`, direction) order. Consumes the detector's state.
+    pub fn diagnose(&mut self, ctx: &FinishContext) -> Vec<Diagnosis> {
         let mut dirs = std::mem::take(&mut self.dirs);
         // Largest IP datagram acknowledged per (src addr, dst addr), across flows.
         let mut pair_lower: HashMap<(IpAddr, IpAddr), u32> = HashMap::new();
@@ -222,195 +257,158 @@ impl Detector for MssBlackhole {
                 *e = (*e).max(st.ledger.largest_acked_ip);
             }
         }
-        let mut out = Vec::new();
-        for ((stream, di), mut st) in dirs {
-            let retired = st.ledger.take_retired();
-            // Segments that kept failing at their own size, with backoff.
-            let failing: Vec<&Retired> = retired
-                .iter()
-                .filter(|r| {
-                    let unacked_at_size = match r.outcome {
-                        Outcome::CaptureEnd => true,
-                        Outcome::Acked { .. } => r.record.superseded,
-                    };
-                    unacked_at_size && backoff_doublings(&all_gaps(r)) >= 2
-                })
-                .collect();
-            let Some(main) = failing
-                .iter()
-                .max_by_key(|r| (r.record.tx_count, std::cmp::Reverse(r.record.rel_seq)))
-            else {
-                continue;
-            };
-            let smallest_ip = failing.iter().map(|r| r.record.ip_len).min().unwrap_or(0);
-            let smallest_payload = failing
-                .iter()
-                .map(|r| r.record.payload_len)
-                .min()
-                .unwrap_or(0);
-            let dir = dir_of(di);
-            let ends = ctx.streams.get(&stream).copied();
-            let v6 = ends.is_some_and(|(c, _)| c.addr.is_ipv6());
-            // Every IPv4 path carries 576-byte datagrams (RFC 791, RFC 1122
-            // 3.3.3) and every IPv6 path 1280 (RFC 8200 section 5): smaller losses are not an MTU limit.
-            if smallest_ip <= if v6 { MIN_MTU_V6 } else { MIN_MTU_V4 } {
-                continue;
-            }
-            let l = &st.ledger;
-            if l.largest_acked_ip >= smallest_ip || l.largest_acked_payload >= smallest_payload {
-                continue; // that size got through: loss, not a size limit
-            }
-            let first_fail_ts = main.record.txs.first().map(|t| t.ts.0).unwrap_or(i64::MAX);
-            let peer_alive = st.peer_last_ts.is_some_and(|t| t > first_fail_ts);
-            // Small packets pass: smaller data was acknowledged, the peer kept
-            // sending after the first loss, or at least the handshake completed.
-            if l.acked_segments == 0 && !peer_alive && l.highest_ack.is_none() {
-                continue;
-            }
-            let (src, dst) = match (ends, dir) {
-                (Some((c, s)), Direction::ClientToServer) => (Some(c), Some(s)),
-                (Some((c, s)), Direction::ServerToClient) => (Some(s), Some(c)),
-                _ => (None, None),
-            };
-            let icmp_seen = self.icmp_streams.contains(&stream)
-                || src
-                    .zip(dst)
-                    .is_some_and(|(s, d)| self.icmp_pairs.contains(&(s.addr, d.addr)));
-            if icmp_seen {
-                continue; // PMTUD works: frag-needed covers it
-            }
-            let recovered = failing
-                .iter()
-                .any(|r| r.record.superseded && matches!(r.outcome, Outcome::Acked { .. }));
-            let cross = src
-                .zip(dst)
-                .and_then(|(s, d)| pair_lower.get(&(s.addr, d.addr)).copied())
-                .unwrap_or(0);
-            let lower = l
-                .largest_acked_ip
-                .max(cross.min(smallest_ip.saturating_sub(1)));
-            let upper = smallest_ip.saturating_sub(1);
-            let bound = if upper >= SAFE_PATH_MTU {
-                lower.max(SAFE_PATH_MTU)
-            } else {
-                lower
-            };
-            let overhead = if v6 { 60 } else { 40 };
-            let recommended = bound.saturating_sub(overhead);
-            let gaps = all_gaps(main);
-            let ladder: Vec<f64> = gaps.iter().map(|g| ns_to_ms(*g)).collect();
-            let mut frames: Vec<FrameNo> = main.record.txs.iter().map(|t| t.frame).collect();
-            for r in &failing {
-                if frames.len() >= MAX_CITE {
-                    break;
-                }
-                if let Some(t) = r.record.txs.first() {
-                    frames.push(t.frame);
-                }
-            }
-            if let Some(t) = main.record.superseded_by {
-                frames.push(t.frame); // first smaller re-send (tcp_mtu_probing)
-            }
-            if let Outcome::Acked { frame, .. } = main.outcome {
-                frames.push(frame);
-            }
-            let start_ts = main.record.txs.first().map(|t| t.ts.0).unwrap_or(0);
-            let end_ts = match main.outcome {
-                Outcome::Acked { ts, .. } => ts.0,
-                Outcome::CaptureEnd => main.record.txs.last().map(|t| t.ts.0).unwrap_or(start_ts),
-            };
-            let role = if matches!(dir, Direction::ClientToServer) {
-                "client"
-            } else {
-                "server"
-            };
-            let saddr = src.map(fmt_ep).unwrap_or_else(|| "?".into());
-            let daddr = dst.map(fmt_ep).unwrap_or_else(|| "?".into());
-            let mut ev = Evidence::new();
-            ev.insert("sender".into(), json!(format!("{role} {saddr}")));
-            ev.insert(
-                "largest_acked_segment".into(),
-                json!(l.largest_acked_payload),
-            );
-            ev.insert("largest_acked_ip_bytes".into(), json!(l.largest_acked_ip));
-            ev.insert("smallest_unacked_segment".into(), json!(smallest_payload));
-            ev.insert("smallest_unacked_ip_bytes".into(), json!(smallest_ip));
-            ev.insert(
-                "retransmissions".into(),
-                json!(main.record.retransmissions()),
-            );
-            ev.insert("failing_segments".into(), json!(failing.len()));
-            ev.insert("rto_ladder_ms".into(), json!(ladder));
-            ev.insert("icmp_seen".into(), json!(false));
-            ev.insert("path_mtu_lower_bound_bytes".into(), json!(lower));
-            ev.insert("path_mtu_upper_bound_bytes".into(), json!(upper));
-            ev.insert("path_mtu_bound_bytes".into(), json!(bound));
-            ev.insert("recommended_mss".into(), json!(recommended));
-            ev.insert("sender_recovered_by_mtu_probing".into(), json!(recovered));
-            let stall_end = match main.record.superseded_by {
-                Some(t) => t.ts.0,
-                None => main.record.txs.last().map(|t| t.ts.0).unwrap_or(start_ts),
-            };
-            ev.insert(
-                "stall_ms".into(),
-                json!(ns_to_ms(stall_end.saturating_sub(start_ts).max(0))),
-            );
-            let ladder_txt = match (ladder.first(), ladder.last()) {
-                (Some(a), Some(b)) if ladder.len() > 1 => {
-                    format!("{} … {} ms", fmt_ms(*a), fmt_ms(*b))
-                }
-                (Some(a), _) => format!("{} ms", fmt_ms(*a)),
-                _ => String::new(),
-            };
-            let small = if l.acked_segments > 0 {
-                format!(
-                    "while {}-byte segments were acknowledged",
-                    l.largest_acked_payload
-                )
-            } else if peer_alive {
-                "while the peer's small packets kept flowing".to_string()
-            } else {
-                "although the handshake's small packets passed".to_string()
-            };
-            let icmp_name = if v6 {
-                "ICMPv6 Packet Too Big"
-            } else {
-                "ICMP fragmentation-needed"
-            };
-            let (severity, tail) = if recovered {
-                (
-                    Severity::Warning,
-                    format!(
-                        ": a path-MTU black hole between {lower} and {smallest_ip} bytes, which the sender escaped by shrinking its segments (tcp_mtu_probing)"
-                    ),
-                )
-            } else {
-                (
-                    Severity::Error,
-                    format!(": a path-MTU black hole between {lower} and {smallest_ip} bytes"),
-                )
-            };
-            let summary = format!(
-                "{}-byte segments ({smallest_ip}-byte IP packets) from the {role} {saddr} to {daddr} were re-sent {} times with exponential backoff ({ladder_txt}) and never acknowledged at that size, {small}, and no {icmp_name} came back{tail}.",
-                main.record.payload_len,
-                main.record.retransmissions()
-            );
-            let remedy = format!(
-                "Clamp the MSS where the tunnel or smaller-MTU link starts (iptables -t mangle -A FORWARD -p tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss {recommended}, or --clamp-mss-to-pmtu) or lower that interface's MTU; better, let {icmp_name} through. net.ipv4.tcp_mtu_probing=1 lets Linux senders recover by themselves."
-            );
-            out.push(Finding::new(
-                ID,
-                severity,
-                summary,
-                ctx.flow_ref(stream),
-                Some(stream),
-                frames,
-                start_ts,
-                end_ts,
-                remedy,
-                ev,
-            ));
+        dirs.into_iter()
+            .filter_map(|((stream, di), st)| {
+                self.diagnose_direction(ctx, &pair_lower, stream, dir_of(di), st)
+            })
+            .collect()
+    }
+
+    /// The diagnosis of one flow direction, if it has the signature.
+    fn diagnose_direction(
+        &self,
+        ctx: &FinishContext,
+        pair_lower: &HashMap<(IpAddr, IpAddr), u32>,
+        stream: StreamId,
+        dir: Direction,
+        mut st: DirState,
+    ) -> Option<Diagnosis> {
+        let retired = st.ledger.take_retired();
+        let failing = failing_segments(&retired);
+        let main = failing
+            .iter()
+            .max_by_key(|r| (r.record.tx_count, std::cmp::Reverse(r.record.rel_seq)))?;
+        let smallest_ip = failing.iter().map(|r| r.record.ip_len).min().unwrap_or(0);
+        let smallest_payload = failing
+            .iter()
+            .map(|r| r.record.payload_len)
+            .min()
+            .unwrap_or(0);
+        let ends = ctx.streams.get(&stream).copied();
+        let v6 = ends.is_some_and(|(c, _)| c.addr.is_ipv6());
+        // Every IPv4 path carries 576-byte datagrams (RFC 791, RFC 1122
+        // 3.3.3) and every IPv6 path 1280 (RFC 8200 section 5): smaller losses are not an MTU limit.
+        if smallest_ip <= if v6 { MIN_MTU_V6 } else { MIN_MTU_V4 } {
+            return None;
         }
-        out
+        let l = &st.ledger;
+        if l.largest_acked_ip >= smallest_ip || l.largest_acked_payload >= smallest_payload {
+            return None; // that size got through: loss, not a size limit
+        }
+        let first_fail_ts = main.record.txs.first().map(|t| t.ts.0).unwrap_or(i64::MAX);
+        // Small packets pass: smaller data was acknowledged, the peer kept
+        // sending after the first loss, or at least the handshake completed.
+        let small_packets = if l.acked_segments > 0 {
+            SmallPacketsPass::DataAcked
+        } else if st.peer_last_ts.is_some_and(|t| t > first_fail_ts) {
+            SmallPacketsPass::PeerKeptSending
+        } else if l.highest_ack.is_some() {
+            SmallPacketsPass::HandshakeOnly
+        } else {
+            return None;
+        };
+        let sender = Peer::sender_of(ctx, stream, dir);
+        let receiver = Peer::sender_of(ctx, stream, dir.reverse());
+        let pair = sender
+            .endpoint
+            .zip(receiver.endpoint)
+            .map(|(s, d)| (s.addr, d.addr));
+        let icmp_seen = self.icmp_streams.contains(&stream)
+            || pair.is_some_and(|p| self.icmp_pairs.contains(&p));
+        if icmp_seen {
+            return None; // PMTUD works: frag-needed covers it
+        }
+        let recovered = failing
+            .iter()
+            .any(|r| r.record.superseded && matches!(r.outcome, Outcome::Acked { .. }));
+        let cross = pair.and_then(|p| pair_lower.get(&p).copied()).unwrap_or(0);
+        let (lower, upper, bound) = path_mtu_bounds(l.largest_acked_ip, cross, smallest_ip);
+        let overhead = if v6 { 60 } else { 40 };
+        let start_ns = main.record.txs.first().map(|t| t.ts.0).unwrap_or(0);
+        let last_tx_ns = main.record.txs.last().map(|t| t.ts.0).unwrap_or(start_ns);
+        let end_ns = match main.outcome {
+            Outcome::Acked { ts, .. } => ts.0,
+            Outcome::CaptureEnd => last_tx_ns,
+        };
+        let stall_end = main.record.superseded_by.map_or(last_tx_ns, |t| t.ts.0);
+        // Still stuck when the capture ended, before the next re-send was
+        // due: whether the sender would still recover is not in the capture.
+        let open = match main.outcome {
+            Outcome::CaptureEnd if !recovered => {
+                let next = next_backoff_ns(all_gaps(main).last().copied().unwrap_or(0));
+                ctx.open_at_end(None, Timestamp(last_tx_ns), next)
+                    .map(|after| (after, next))
+            }
+            _ => None,
+        };
+        let evidence = MssBlackholeEvidence {
+            sender,
+            largest_acked_segment: l.largest_acked_payload,
+            largest_acked_ip_bytes: l.largest_acked_ip,
+            smallest_unacked_segment: smallest_payload,
+            smallest_unacked_ip_bytes: smallest_ip,
+            retransmissions: main.record.retransmissions(),
+            failing_segments: failing.len(),
+            rto_ladder_ms: all_gaps(main).iter().map(|g| ns_to_ms(*g)).collect(),
+            icmp_seen: false,
+            path_mtu_lower_bound_bytes: lower,
+            path_mtu_upper_bound_bytes: upper,
+            path_mtu_bound_bytes: bound,
+            recommended_mss: bound.saturating_sub(overhead),
+            sender_recovered_by_mtu_probing: recovered,
+            stall_ms: ns_to_ms(stall_end.saturating_sub(start_ns).max(0)),
+            open_at_capture_end_ms: open.map(|(after, _)| ns_to_ms(after)),
+            next_retransmission_due_ms: open.map(|(_, next)| ns_to_ms(next)),
+        };
+        Some(Diagnosis {
+            severity: if recovered {
+                Severity::Warning
+            } else {
+                Severity::Error
+            },
+            stream,
+            flow: ctx.flow_ref(stream),
+            data_dir: dir,
+            receiver,
+            ipv6: v6,
+            stuck_segment_bytes: main.record.payload_len,
+            small_packets,
+            frames: cited_frames(main, &failing),
+            start_ns,
+            end_ns,
+            evidence,
+        })
+    }
+}
+
+impl Detector for MssBlackhole {
+    fn info(&self) -> DetectorInfo {
+        DetectorInfo {
+            id: ID,
+            aliases: &[ALIAS],
+            title: "Path-MTU black hole: large segments vanish, small ones pass (pmtu-blackhole)",
+            explain: include_str!("../README.md"),
+        }
+    }
+
+    fn on_flow_event(&mut self, event: &FlowEvent) {
+        match event {
+            FlowEvent::Segment(seg) => self.on_segment(seg),
+            FlowEvent::IcmpError(ic)
+                if ic.quotes_tcp()
+                    && matches!(ic.kind, IcmpKind::FragNeeded | IcmpKind::PacketTooBig) =>
+            {
+                if let Some(s) = ic.stream {
+                    self.icmp_streams.insert(s);
+                }
+                self.icmp_pairs
+                    .insert((ic.quoted_src.addr, ic.quoted_dst.addr));
+            }
+            _ => {}
+        }
+    }
+
+    fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding> {
+        self.diagnose(ctx).iter().map(render).collect()
     }
 }

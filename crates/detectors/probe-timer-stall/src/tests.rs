@@ -1,10 +1,12 @@
-//! Table tests over synthesized flow events.
+//! Table tests over synthesized flow events: they assert diagnoses; the
+//! last two check the rendered prose and JSON.
 
 use super::*;
+use pcapsleuth_core::Severity;
 use pcapsleuth_flow::{IcmpErrorEvent, SegmentAnalysis, WindowChangeEvent};
 use std::net::IpAddr;
 
-use pcapsleuth_detect::synth::{self, at as ts, evidence as ev, frag_needed, segment, C2S, S2C};
+use pcapsleuth_detect::synth::{self, at as ts, frag_needed, segment, C2S, S2C};
 
 fn ip(s: &str) -> IpAddr {
     s.parse().unwrap()
@@ -50,8 +52,8 @@ impl Cap {
                 raw: (bytes >> 7) as u16,
             }));
     }
-    fn run(&mut self) -> Vec<Finding> {
-        self.d.finish(&self.ctx)
+    fn run(&mut self) -> Vec<Diagnosis> {
+        self.d.diagnose(&self.ctx)
     }
 }
 
@@ -69,15 +71,24 @@ fn self_addressed_frag_needed_then_probe0_carrier_is_flagged() {
     c.seg(C2S, 534, 707.45, 5097, 1304, false);
     let out = c.run();
     assert_eq!(out.len(), 1, "{out:?}");
-    let f = &out[0];
-    assert_eq!(f.severity, Severity::Warning);
-    assert_eq!(f.frames, vec![529, 530, 531, 532]);
-    assert_eq!(ev(f, "carrier_frame"), &json!(532));
-    assert_eq!(ev(f, "trigger_frame"), &json!(529));
-    assert_eq!(ev(f, "trigger"), &json!("self-addressed frag-needed"));
-    assert_eq!(ev(f, "gap_ms"), &json!(206.909));
-    assert_eq!(ev(f, "timer"), &json!("TCP_RTO_MIN 200ms"));
-    assert_eq!(ev(f, "bytes_waited"), &json!(4000));
+    let d = &out[0];
+    assert_eq!(d.severity, Severity::Warning);
+    assert_eq!(d.stream, 0);
+    assert_eq!(d.dir, C2S);
+    assert_eq!(d.mtu, Some(1400));
+    assert_eq!(d.frames, vec![529, 530, 531, 532]);
+    assert_eq!(d.start_ns, ts(500.44).0);
+    assert_eq!(d.end_ns, ts(707.349).0);
+    let e = &d.evidence;
+    assert_eq!(e.carrier_frame, 532);
+    assert_eq!(e.trigger_frame, 529);
+    assert_eq!(e.trigger_frames, vec![529, 530, 531]);
+    assert_eq!(e.trigger, TriggerKind::SelfAddressedFragNeeded);
+    assert_eq!(e.gap_ms, 206.909);
+    assert_eq!(e.timer, Some(KernelTimer::RtoMin));
+    assert_eq!(e.bytes_waited, 4000);
+    assert_eq!(e.waiting_rel_seq, 2401);
+    assert_eq!(e.flow_silent_ms, None);
 }
 
 #[test]
@@ -126,13 +137,13 @@ fn zero_window_reopen_ignored_until_probe_timer() {
     c.seg(C2S, 15, 1451.0, 1001, 700, false);
     let out = c.run();
     assert_eq!(out.len(), 1, "{out:?}");
-    assert_eq!(ev(&out[0], "trigger"), &json!("zero window"));
-    assert_eq!(ev(&out[0], "trigger_frame"), &json!(14));
-    assert_eq!(ev(&out[0], "carrier_frame"), &json!(15));
-    assert_eq!(
-        ev(&out[0], "timer"),
-        &json!("probe0 backoff 200/400/800 ms")
-    );
+    let e = &out[0].evidence;
+    assert_eq!(e.trigger, TriggerKind::ZeroWindow);
+    assert_eq!(e.trigger_frame, 14);
+    assert_eq!(e.carrier_frame, 15);
+    assert_eq!(e.timer, Some(KernelTimer::Probe0Backoff));
+    assert_eq!(e.waiting_rel_seq, 1001);
+    assert_eq!(out[0].mtu, None);
 
     // Data right after the reopening: ordinary flow control, not flagged.
     let mut c = Cap::new();
@@ -142,4 +153,71 @@ fn zero_window_reopen_ignored_until_probe_timer() {
     c.window(S2C, 14, 650.0, 65000);
     c.seg(C2S, 15, 650.2, 1001, 1448, false);
     assert!(c.run().is_empty());
+}
+
+#[test]
+fn router_frag_needed_burst_and_stall_event() {
+    // A router's frag-needed, then the bytes leave 420 ms later; the flow
+    // table's stall ends at the carrier.
+    let mut c = Cap::new();
+    c.seg(C2S, 10, 0.0, 1, 1448, false);
+    c.icmp(11, 0.1, "192.0.2.1", 1);
+    c.icmp(12, 20.0, "192.0.2.1", 1);
+    c.d.on_flow_event(&FlowEvent::Stall(StallEvent {
+        stream: 0,
+        dir: C2S,
+        start_frame: 10,
+        start_ts: ts(0.0),
+        end_frame: 13,
+        end_ts: ts(400.1),
+        pending_bytes: 1448,
+        pending_syn: false,
+        ended_by: pcapsleuth_flow::StallEnd::Retransmission,
+    }));
+    c.seg(C2S, 13, 400.1, 1, 1348, false);
+    let out = c.run();
+    assert_eq!(out.len(), 1, "{out:?}");
+    let e = &out[0].evidence;
+    assert_eq!(e.trigger, TriggerKind::FragNeeded);
+    assert_eq!(e.trigger_frames, vec![11, 12]);
+    assert_eq!(e.timer, Some(KernelTimer::Probe0Backoff));
+    assert_eq!(e.flow_silent_ms, Some(400.1));
+}
+
+// ---- Rendering ----
+
+#[test]
+fn render_prose_names_the_sender_the_gap_and_the_timer() {
+    let mut c = Cap::new();
+    c.icmp(529, 500.44, "192.0.2.10", 2401);
+    c.seg(C2S, 532, 707.349, 2401, 1348, false);
+    let f = render(&c.run()[0]);
+    assert_eq!(
+        f.summary,
+        "1348 bytes of 192.0.2.10:50001 -> 198.51.100.10:9200 left only 206.9 ms after the host's own frag-needed (MTU 1400) refused them, when a timer fired (TCP_RTO_MIN 200ms): the application waited for the TCP probe/retransmission timer."
+    );
+    assert!(
+        f.remedy.starts_with("Make the MTU consistent"),
+        "{}",
+        f.remedy
+    );
+    assert_eq!(f.tcp_stream, Some(0));
+    assert_eq!(f.frames, vec![529, 532]);
+}
+
+#[test]
+fn evidence_json_keys_order_and_nulls() {
+    let mut c = Cap::new();
+    c.icmp(529, 500.44, "192.0.2.10", 2401);
+    c.seg(C2S, 532, 707.349, 2401, 1348, false);
+    let f = render(&c.run()[0]);
+    assert_eq!(
+        serde_json::to_string(&f.evidence).unwrap(),
+        concat!(
+            r#"{"trigger":"self-addressed frag-needed","trigger_frame":529,"#,
+            r#""trigger_frames":[529],"carrier_frame":532,"gap_ms":206.909,"#,
+            r#""timer":"TCP_RTO_MIN 200ms","bytes_waited":1348,"waiting_rel_seq":2401,"#,
+            r#""flow_silent_ms":null}"#
+        )
+    );
 }

@@ -1,52 +1,15 @@
-//! `zero-window`: ordinary TCP flow control, reported so that it can be told
-//! apart from the pathologies around it.
-//!
-//! **Incident.** Seed 003 (`../shared/seeds/003_22212713a2f4207c.txt`): a
-//! healthy receiver whose application reads slowly advertises a zero window and
-//! the sender's persist timer probes it; the *pathology* is the receiver that
-//! never does (see the `missing-zero-window` detector). Seeing the healthy
-//! episodes with their probe timing is what lets an engineer tell the two apart.
-//!
-//! **Signature.** Per flow direction, an *episode* starts at the first segment
-//! whose window field is 0 (RST and SYN excluded) and ends at the receiver's
-//! next segment with a non-zero window (the window-reopen frame), or at the end
-//! of the capture. During it, the peer's zero-window probes (Linux: a bare ACK
-//! with seq = SND.UNA−1, `tcp_send_probe0`/`tcp_write_wakeup`; Wireshark calls
-//! it a keep-alive) and data re-sent into the closed window (RTO retransmissions)
-//! are counted as probes. The persist timer backs off exponentially from
-//! max(RTO, 200 ms) (`tcp_probe0_when`, `TCP_RTO_MIN`), so gaps of ≈200, 400,
-//! 800 ms are expected. Episodes shorter than 1 ms with no probe are ignored.
-//! One `info` finding per flow direction groups its episodes.
-//!
-//! **Evidence keys.**
-//! - `receiver` (string): `"client 192.0.2.10:49001"` / `"server …"`, the side advertising window 0.
-//! - `sender` (string): the other side, which probes.
-//! - `episodes` (count), `duration_ms` (sum of episode durations, ms),
-//!   `longest_episode_ms` (ms), `episode_durations_ms` (ms, first 16).
-//! - `windows_advertised` (bytes, sorted distinct non-zero windows the receiver
-//!   advertised just before and after the episodes, at most 8; raw field values
-//!   when `window_scale_known` is false).
-//! - `window_scale_known` (bool): the handshake was captured, windows are scaled bytes.
-//! - `probes` (count), `probes_answered` (count of probes followed by a receiver segment),
-//!   `data_retransmissions_into_zero_window` (count, included in `probes`).
-//! - `probe_gaps_ms` (ms): for the episode with most probes, window-0 segment →
-//!   first probe, then probe → probe.
-//! - `still_closed_at_capture_end` (bool).
-//!
-//! **Known false positives.** None as a pathology (severity is `info`). A
-//! receiver stuck at window 0 for minutes is still reported here, as flow
-//! control: the cause is its application, not TCP.
-//!
-//! **Remedy.** Nothing to fix in TCP; find out why the receiving application
-//! stops reading (blocked thread, slow disk, downstream back-pressure) or give
-//! it a larger receive buffer.
+#![doc = include_str!("../README.md")]
 
-use pcapsleuth_core::{Direction, Endpoint, FrameNo, StreamId, Timestamp};
-use pcapsleuth_detect::{
-    Detector, DetectorInfo, Evidence, Finding, FinishContext, FlowEvent, Severity,
-};
+mod peer;
+mod render;
+
+pub use peer::{Peer, Role};
+pub use render::render;
+
+use pcapsleuth_core::{Direction, FlowRef, FrameNo, StreamId, Timestamp};
+use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent, Severity};
 use pcapsleuth_flow::SegmentEvent;
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Detector id.
@@ -61,15 +24,68 @@ const MAX_EPISODES: usize = 64;
 const MAX_FRAMES_PER_KIND: usize = 16;
 /// Most frames in one finding.
 const MAX_FRAMES: usize = 256;
+/// Episode durations listed in `episode_durations_ms`.
+const MAX_DURATIONS: usize = 16;
 
-const EXPLAIN: &str = "Looks for receivers that advertise a zero receive window (ordinary TCP flow control): \
-per flow direction, each episode from the first window-0 segment to the window update that reopens it, with the \
-sender's zero-window probes (Linux sends a bare ACK with seq = SND.UNA-1, which Wireshark calls a keep-alive) and \
-their exponential backoff from max(RTO, 200 ms): about 200, 400, 800, 1600 ms. Why: a receiver whose application \
-reads slowly must say so with a zero window; seeing these healthy episodes tells them apart from the seed-003 \
-pathology in which the receiver drops data behind an open window (detector missing-zero-window). Severity info. \
-What to do: nothing in TCP - find out why the receiving application stops reading (blocked thread, slow disk, \
-back-pressure downstream) or give it a larger receive buffer (SO_RCVBUF, net.ipv4.tcp_rmem).";
+/// The `evidence` object of a `zero-window` finding: keys, order and units of
+/// the JSON report (see the crate README, section Evidence).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ZeroWindowEvidence {
+    /// The side advertising window 0.
+    pub receiver: Peer,
+    /// The other side, which probes.
+    pub sender: Peer,
+    /// Reportable episodes in this direction (count).
+    pub episodes: u64,
+    /// Sum of the episode durations (ms, µs precision).
+    pub duration_ms: f64,
+    /// The longest episode (ms).
+    pub longest_episode_ms: f64,
+    /// Each episode's duration (ms), first 16.
+    pub episode_durations_ms: Vec<f64>,
+    /// Sorted distinct non-zero windows advertised just before and after the
+    /// episodes, at most 8 (bytes; raw field values when the scale is unknown).
+    pub windows_advertised: Vec<u64>,
+    /// The handshake was captured: windows are scaled bytes.
+    pub window_scale_known: bool,
+    /// Zero-window probes, data retransmissions into the closed window included (count).
+    pub probes: u64,
+    /// Probes followed by a receiver segment (count).
+    pub probes_answered: u64,
+    /// Data segments re-sent into the closed window (count, included in `probes`).
+    pub data_retransmissions_into_zero_window: u64,
+    /// For the episode with most probes: window-0 segment → first probe, then
+    /// probe → probe (ms).
+    pub probe_gaps_ms: Vec<f64>,
+    /// The last episode had not ended when the capture did.
+    pub still_closed_at_capture_end: bool,
+}
+
+/// The zero-window episodes of one flow direction: plain data, rendered into a
+/// [`Finding`] by [`render()`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnosis {
+    /// Always [`Severity::Info`]: flow control, not a pathology.
+    pub severity: Severity,
+    /// The `tcp.stream`.
+    pub stream: StreamId,
+    /// The flow (client → server) as the flow table saw it.
+    pub flow: Option<FlowRef>,
+    /// Direction of the segments advertising window 0 (the receiver's).
+    pub receiver_dir: Direction,
+    /// Window-0 segments, probes and window-reopen frames cited (unsorted, ≤ 256).
+    pub frames: Vec<FrameNo>,
+    /// First episode start, ns since the Unix epoch.
+    pub start_ns: i64,
+    /// Last episode end (reopen, or last event seen), ns since the Unix epoch.
+    pub end_ns: i64,
+    /// Sum of the episode durations (ns), unrounded.
+    pub total_ns: i64,
+    /// Longest episode (ns), unrounded.
+    pub longest_ns: i64,
+    /// The evidence object.
+    pub evidence: ZeroWindowEvidence,
+}
 
 #[derive(Debug, Clone, Default)]
 struct Episode {
@@ -227,44 +243,121 @@ impl ZeroWindow {
     }
 }
 
-fn label(
-    ctx: &FinishContext,
-    stream: StreamId,
-    dir: Direction,
-    advertiser: bool,
-) -> (String, String) {
-    // The advertiser is the sender of the segments in `dir`.
-    let sender_is_client = matches!(dir, Direction::ClientToServer) == advertiser;
-    let ends: Option<(Endpoint, Endpoint)> = ctx.streams.get(&stream).copied();
-    let (role, ep) = match (ends, sender_is_client) {
-        (Some((c, _)), true) => ("client", Some(c)),
-        (Some((_, s)), false) => ("server", Some(s)),
-        (None, true) => ("client", None),
-        (None, false) => ("server", None),
-    };
-    let addr = ep
-        .map(|e| format!("{}:{}", fmt_addr(e), e.port))
-        .unwrap_or_else(|| "?".to_string());
-    (role.to_string(), addr)
-}
-
-fn fmt_addr(e: Endpoint) -> String {
-    match e.addr {
-        std::net::IpAddr::V6(a) => format!("[{a}]"),
-        std::net::IpAddr::V4(a) => a.to_string(),
-    }
-}
-
 fn ms(ns: i64) -> f64 {
     (ns as f64 / 1_000.0).round() / 1_000.0
 }
 
-fn fmt_ms(ns: i64) -> String {
-    let v = ns as f64 / 1e6;
-    if v >= 10.0 {
-        format!("{v:.0}")
+/// What the episodes of one direction add up to.
+#[derive(Debug, Default)]
+struct Totals {
+    frames: Vec<FrameNo>,
+    probes: u64,
+    answered: u64,
+    data_retx: u64,
+    longest_ns: i64,
+    best_gaps_ms: Vec<f64>,
+    start_ns: Option<i64>,
+    end_ns: Option<i64>,
+}
+
+fn totals(episodes: &[Episode]) -> Totals {
+    let mut t = Totals::default();
+    let mut best_probe_count = 0usize;
+    for ep in episodes {
+        t.probes += ep.probe_count;
+        t.answered += ep.answered;
+        t.data_retx += ep.data_retx;
+        t.longest_ns = t.longest_ns.max(ep.duration_ns());
+        let end = ep.reopen.map(|r| r.1 .0).unwrap_or(ep.last_ts.0);
+        t.start_ns = Some(t.start_ns.map_or(ep.start_ts.0, |s| s.min(ep.start_ts.0)));
+        t.end_ns = Some(t.end_ns.map_or(end, |e| e.max(end)));
+        if t.frames.len() < MAX_FRAMES {
+            t.frames.extend(ep.zero_frames.iter().copied());
+            t.frames.extend(ep.probes.iter().map(|p| p.0));
+            if let Some(r) = ep.reopen {
+                t.frames.push(r.0);
+            }
+        }
+        if ep.probes.len() > best_probe_count {
+            best_probe_count = ep.probes.len();
+            let mut prev = ep.start_ts.0;
+            t.best_gaps_ms = ep
+                .probes
+                .iter()
+                .map(|p| {
+                    let g = p.1 .0.saturating_sub(prev).max(0);
+                    prev = p.1 .0;
+                    ms(g)
+                })
+                .collect();
+        }
+    }
+    t.frames.truncate(MAX_FRAMES);
+    t
+}
+
+fn diagnose_direction(
+    ctx: &FinishContext,
+    stream: StreamId,
+    di: usize,
+    mut st: DirState,
+) -> Option<Diagnosis> {
+    let still_closed = st.open.as_ref().is_some_and(|e| e.reportable());
+    if let Some(ep) = st.open.take() {
+        st.close(ep);
+    }
+    if st.episode_count == 0 {
+        return None;
+    }
+    let dir = if di == 0 {
+        Direction::ClientToServer
     } else {
-        format!("{v:.1}")
+        Direction::ServerToClient
+    };
+    let t = totals(&st.episodes);
+    let evidence = ZeroWindowEvidence {
+        receiver: Peer::sender_of(ctx, stream, dir),
+        sender: Peer::sender_of(ctx, stream, dir.reverse()),
+        episodes: st.episode_count,
+        duration_ms: ms(st.total_ns),
+        longest_episode_ms: ms(t.longest_ns),
+        episode_durations_ms: st
+            .episodes
+            .iter()
+            .take(MAX_DURATIONS)
+            .map(|e| ms(e.duration_ns()))
+            .collect(),
+        windows_advertised: st.windows.iter().copied().collect(),
+        window_scale_known: st.scale_known,
+        probes: t.probes,
+        probes_answered: t.answered,
+        data_retransmissions_into_zero_window: t.data_retx,
+        probe_gaps_ms: t.best_gaps_ms,
+        still_closed_at_capture_end: still_closed,
+    };
+    Some(Diagnosis {
+        severity: Severity::Info,
+        stream,
+        flow: ctx.flow_ref(stream),
+        receiver_dir: dir,
+        frames: t.frames,
+        start_ns: t.start_ns.unwrap_or(0),
+        end_ns: t.end_ns.unwrap_or(0),
+        total_ns: st.total_ns,
+        longest_ns: t.longest_ns,
+        evidence,
+    })
+}
+
+impl ZeroWindow {
+    /// End of capture: one [`Diagnosis`] per flow direction that had a
+    /// reportable zero-window episode, in (`tcp.stream`, direction) order.
+    /// Consumes the detector's state.
+    pub fn diagnose(&mut self, ctx: &FinishContext) -> Vec<Diagnosis> {
+        std::mem::take(&mut self.dirs)
+            .into_iter()
+            .filter_map(|((stream, di), st)| diagnose_direction(ctx, stream, di, st))
+            .collect()
     }
 }
 
@@ -272,8 +365,9 @@ impl Detector for ZeroWindow {
     fn info(&self) -> DetectorInfo {
         DetectorInfo {
             id: ID,
+            aliases: &[],
             title: "Zero-window episodes (ordinary receiver flow control)",
-            explain: EXPLAIN,
+            explain: include_str!("../README.md"),
         }
     }
 
@@ -284,133 +378,6 @@ impl Detector for ZeroWindow {
     }
 
     fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding> {
-        let mut out = Vec::new();
-        let dirs = std::mem::take(&mut self.dirs);
-        for ((stream, di), mut st) in dirs {
-            let still_closed = st.open.as_ref().is_some_and(|e| e.reportable());
-            if let Some(ep) = st.open.take() {
-                st.close(ep);
-            }
-            if st.episode_count == 0 {
-                continue;
-            }
-            let dir = if di == 0 {
-                Direction::ClientToServer
-            } else {
-                Direction::ServerToClient
-            };
-            let (rrole, raddr) = label(ctx, stream, dir, true);
-            let (srole, saddr) = label(ctx, stream, dir, false);
-            let mut frames: Vec<u64> = Vec::new();
-            let mut probes = 0u64;
-            let mut answered = 0u64;
-            let mut data_retx = 0u64;
-            let mut longest = 0i64;
-            let mut best_gaps: Vec<f64> = Vec::new();
-            let mut best_probe_count = 0usize;
-            let mut start_ts = i64::MAX;
-            let mut end_ts = i64::MIN;
-            for ep in &st.episodes {
-                probes += ep.probe_count;
-                answered += ep.answered;
-                data_retx += ep.data_retx;
-                longest = longest.max(ep.duration_ns());
-                start_ts = start_ts.min(ep.start_ts.0);
-                end_ts = end_ts.max(ep.reopen.map(|r| r.1 .0).unwrap_or(ep.last_ts.0));
-                if frames.len() < MAX_FRAMES {
-                    frames.extend(ep.zero_frames.iter().copied());
-                    frames.extend(ep.probes.iter().map(|p| p.0));
-                    if let Some(r) = ep.reopen {
-                        frames.push(r.0);
-                    }
-                }
-                if ep.probes.len() > best_probe_count {
-                    best_probe_count = ep.probes.len();
-                    let mut prev = ep.start_ts.0;
-                    best_gaps = ep
-                        .probes
-                        .iter()
-                        .map(|p| {
-                            let g = p.1 .0.saturating_sub(prev).max(0);
-                            prev = p.1 .0;
-                            ms(g)
-                        })
-                        .collect();
-                }
-            }
-            frames.truncate(MAX_FRAMES);
-            let durations: Vec<Value> = st
-                .episodes
-                .iter()
-                .take(16)
-                .map(|e| json!(ms(e.duration_ns())))
-                .collect();
-            let mut ev = Evidence::new();
-            ev.insert("receiver".into(), json!(format!("{rrole} {raddr}")));
-            ev.insert("sender".into(), json!(format!("{srole} {saddr}")));
-            ev.insert("episodes".into(), json!(st.episode_count));
-            ev.insert("duration_ms".into(), json!(ms(st.total_ns)));
-            ev.insert("longest_episode_ms".into(), json!(ms(longest)));
-            ev.insert("episode_durations_ms".into(), Value::Array(durations));
-            ev.insert(
-                "windows_advertised".into(),
-                json!(st.windows.iter().copied().collect::<Vec<u64>>()),
-            );
-            ev.insert("window_scale_known".into(), json!(st.scale_known));
-            ev.insert("probes".into(), json!(probes));
-            ev.insert("probes_answered".into(), json!(answered));
-            ev.insert(
-                "data_retransmissions_into_zero_window".into(),
-                json!(data_retx),
-            );
-            ev.insert("probe_gaps_ms".into(), json!(best_gaps));
-            ev.insert("still_closed_at_capture_end".into(), json!(still_closed));
-            let times = if st.episode_count == 1 {
-                "once".to_string()
-            } else {
-                format!("{} times", st.episode_count)
-            };
-            let gaps_txt = if best_gaps.is_empty() {
-                String::new()
-            } else {
-                let g: Vec<String> = best_gaps.iter().map(|g| fmt_ms((g * 1e6) as i64)).collect();
-                format!(" (gaps {} ms)", g.join(", "))
-            };
-            let ending = if still_closed {
-                "; the window was still closed when the capture ended"
-            } else if probes > 0 {
-                " until the window reopened"
-            } else {
-                ""
-            };
-            let probe_txt = match (probes, data_retx) {
-                (0, _) => format!("; the {srole} did not need to probe"),
-                (p, 0) => format!(" and the {srole} sent {p} zero-window probe(s){gaps_txt}"),
-                (p, d) => format!(
-                    " and the {srole} probed it {p} time(s){gaps_txt}, {d} of them by re-sending data into the closed window"
-                ),
-            };
-            let summary = format!(
-                "The {rrole} {raddr} advertised a zero receive window {times} ({} ms in all, longest {} ms){probe_txt}{ending}: ordinary flow control, its application read slower than data arrived.",
-                fmt_ms(st.total_ns),
-                fmt_ms(longest)
-            );
-            let remedy = format!(
-                "Nothing to fix in TCP: find out why the application on {raddr} stops reading its socket (blocked thread, slow disk, back-pressure downstream), or give it a larger receive buffer."
-            );
-            out.push(Finding::new(
-                ID,
-                Severity::Info,
-                summary,
-                ctx.flow_ref(stream),
-                Some(stream),
-                frames,
-                if start_ts == i64::MAX { 0 } else { start_ts },
-                if end_ts == i64::MIN { 0 } else { end_ts },
-                remedy,
-                ev,
-            ));
-        }
-        out
+        self.diagnose(ctx).iter().map(render).collect()
     }
 }

@@ -1,8 +1,19 @@
-//! Table tests of the zero-window detector on synthesized flow events.
+//! Table tests of the zero-window detector on synthesized flow events: they
+//! assert the diagnosis; two tests check the rendered finding.
 
+use pcapsleuth_core::Direction;
 use pcapsleuth_detect::synth::*;
-use pcapsleuth_detect::Severity;
-use pcapsleuth_zero_window::ZeroWindow;
+use pcapsleuth_detect::{Detector, Severity};
+use pcapsleuth_zero_window::{render, Diagnosis, Role, ZeroWindow};
+
+/// Feed every event of `s` to a fresh detector and return its diagnoses.
+fn diagnose(s: &Script) -> Vec<Diagnosis> {
+    let mut d = ZeroWindow::default();
+    for ev in &s.events {
+        d.on_flow_event(ev);
+    }
+    d.diagnose(&s.ctx())
+}
 
 /// Server receives data; it closes its window, the client probes with Linux
 /// probes (seq = SND.UNA-1) at 200, 400, 800 ms, the window reopens.
@@ -28,40 +39,40 @@ fn persist_episode(s: &mut Script) -> (u64, Vec<u64>, u64) {
 }
 
 #[test]
-fn persist_episode_is_one_info_finding_citing_window0_probes_and_reopen() {
+fn persist_episode_is_one_diagnosis_citing_window0_probes_and_reopen() {
     let mut s = Script::new();
     let (zw, probes, reopen) = persist_episode(&mut s);
-    let f = s.run(&mut ZeroWindow::default());
-    assert_eq!(f.len(), 1, "{f:#?}");
-    let f = &f[0];
-    assert_eq!(f.severity, Severity::Info);
-    assert_eq!(f.detector, "zero-window");
+    let d = diagnose(&s);
+    assert_eq!(d.len(), 1, "{d:#?}");
+    let d = &d[0];
+    assert_eq!(d.severity, Severity::Info);
+    assert_eq!(d.stream, 0);
+    assert_eq!(d.receiver_dir, Direction::ServerToClient);
     for fr in [zw, reopen].iter().chain(probes.iter()) {
         assert!(
-            f.frames.contains(fr),
+            d.frames.contains(fr),
             "frame {fr} not cited: {:?}",
-            f.frames
+            d.frames
         );
     }
-    let ev = &f.evidence;
-    assert_eq!(ev["receiver"], "server 198.51.100.10:80");
-    assert_eq!(ev["episodes"], 1);
-    assert_eq!(ev["probes"], 3);
-    assert_eq!(ev["probes_answered"], 3);
-    assert_eq!(
-        ev["probe_gaps_ms"],
-        serde_json::json!([200.0, 400.0, 800.0])
-    );
-    assert_eq!(ev["windows_advertised"], serde_json::json!([11574, 35014]));
-    assert_eq!(ev["still_closed_at_capture_end"], false);
-    let d = ev["duration_ms"].as_f64().unwrap();
-    assert!((d - 2300.0).abs() < 0.01, "{d}");
-    assert!(
-        f.summary.contains("server 198.51.100.10:80") && f.summary.contains("200, 400, 800"),
-        "{}",
-        f.summary
-    );
-    assert!(!f.remedy.is_empty());
+    assert_eq!(d.start_ns, at(1.0).0);
+    assert_eq!(d.end_ns, at(2301.0).0);
+    assert_eq!(d.total_ns, 2_300_000_000);
+    let e = &d.evidence;
+    assert_eq!(e.receiver.role, Role::Server);
+    assert_eq!(e.receiver.to_string(), "server 198.51.100.10:80");
+    assert_eq!(e.sender.to_string(), "client 192.0.2.10:40000");
+    assert_eq!(e.episodes, 1);
+    assert_eq!(e.probes, 3);
+    assert_eq!(e.probes_answered, 3);
+    assert_eq!(e.data_retransmissions_into_zero_window, 0);
+    assert_eq!(e.probe_gaps_ms, [200.0, 400.0, 800.0]);
+    assert_eq!(e.windows_advertised, [11574, 35014]);
+    assert!(e.window_scale_known);
+    assert!(!e.still_closed_at_capture_end);
+    assert!((e.duration_ms - 2300.0).abs() < 0.01, "{}", e.duration_ms);
+    assert_eq!(e.longest_episode_ms, e.duration_ms);
+    assert_eq!(e.episode_durations_ms, [e.duration_ms]);
 }
 
 #[test]
@@ -70,7 +81,7 @@ fn sub_millisecond_blip_without_probe_is_not_reported() {
     s.seg(C2S, 0.0, 1, 1000, 1, 65536);
     s.seg(S2C, 0.1, 1, 0, 1001, 0);
     s.seg(S2C, 0.5, 1, 0, 1001, 8192);
-    assert!(s.run(&mut ZeroWindow::default()).is_empty());
+    assert!(diagnose(&s).is_empty());
 }
 
 #[test]
@@ -83,14 +94,16 @@ fn episodes_group_per_direction_and_open_one_is_flagged_as_still_closed() {
     s.last_mut().snd_una = 2001;
     s.seg(S2C, 6000.0, 1, 0, 2001, 0);
     s.last_mut().flags.0 |= pcapsleuth_decode::TcpFlags::RST;
-    let f = s.run(&mut ZeroWindow::default());
-    assert_eq!(f.len(), 1);
-    assert_eq!(f[0].evidence["episodes"], 2);
-    assert_eq!(f[0].evidence["probes"], 4);
-    assert_eq!(f[0].evidence["still_closed_at_capture_end"], true);
-    assert!(f[0].frames.contains(&p));
+    let d = diagnose(&s);
+    assert_eq!(d.len(), 1);
+    let e = &d[0].evidence;
+    assert_eq!(e.episodes, 2);
+    assert_eq!(e.probes, 4);
+    assert!(e.still_closed_at_capture_end);
+    assert_eq!(e.episode_durations_ms.len(), 2);
+    assert!(d[0].frames.contains(&p));
     assert!(
-        !f[0].frames.contains(&s.frame),
+        !d[0].frames.contains(&s.frame),
         "the RST is not part of the episode"
     );
 }
@@ -103,8 +116,79 @@ fn client_side_zero_window_names_the_client() {
     s.seg(S2C, 300.0, 1000, 0, 1, 65536);
     s.last_mut().snd_una = 1001;
     s.seg(C2S, 400.0, 1, 0, 1001, 4096);
+    let d = diagnose(&s);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].receiver_dir, Direction::ClientToServer);
+    assert_eq!(
+        d[0].evidence.receiver.to_string(),
+        "client 192.0.2.10:40000"
+    );
+    assert_eq!(d[0].evidence.sender.to_string(), "server 198.51.100.10:80");
+    assert_eq!(d[0].evidence.probes, 1);
+}
+
+#[test]
+fn unknown_endpoints_are_a_question_mark() {
+    let mut s = Script::new();
+    persist_episode(&mut s);
+    let mut zw = ZeroWindow::default();
+    for ev in &s.events {
+        zw.on_flow_event(ev);
+    }
+    let d = zw.diagnose(&pcapsleuth_detect::FinishContext::default());
+    assert_eq!(d[0].evidence.receiver.to_string(), "server ?");
+}
+
+#[test]
+fn rendered_finding_carries_the_diagnosis() {
+    let mut s = Script::new();
+    persist_episode(&mut s);
+    let d = diagnose(&s);
+    let f = render(&d[0]);
+    assert_eq!(f.detector, "zero-window");
+    assert_eq!(f.severity, Severity::Info);
+    assert_eq!(f.tcp_stream, Some(0));
+    assert_eq!(f.start_ts_ns, d[0].start_ns);
+    assert_eq!(
+        f.evidence,
+        *serde_json::to_value(&d[0].evidence)
+            .unwrap()
+            .as_object()
+            .unwrap()
+    );
+    let keys: Vec<&str> = f.evidence.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "receiver",
+            "sender",
+            "episodes",
+            "duration_ms",
+            "longest_episode_ms",
+            "episode_durations_ms",
+            "windows_advertised",
+            "window_scale_known",
+            "probes",
+            "probes_answered",
+            "data_retransmissions_into_zero_window",
+            "probe_gaps_ms",
+            "still_closed_at_capture_end"
+        ]
+    );
+    assert_eq!(f.evidence["receiver"], "server 198.51.100.10:80");
+    assert!(
+        f.summary.contains("server 198.51.100.10:80") && f.summary.contains("200, 400, 800"),
+        "{}",
+        f.summary
+    );
+    assert!(f.remedy.contains("198.51.100.10:80"), "{}", f.remedy);
+}
+
+#[test]
+fn finish_renders_every_diagnosis() {
+    let mut s = Script::new();
+    persist_episode(&mut s);
     let f = s.run(&mut ZeroWindow::default());
     assert_eq!(f.len(), 1);
-    assert_eq!(f[0].evidence["receiver"], "client 192.0.2.10:40000");
-    assert_eq!(f[0].evidence["sender"], "server 198.51.100.10:80");
+    assert_eq!(f[0], render(&diagnose(&s)[0]));
 }

@@ -1,0 +1,283 @@
+//! The one pipeline driver: frames → decoded packets → flow events →
+//! detectors.
+//!
+//! Every consumer that needs decoded packets or flow events goes through
+//! [`Pipeline`], so they all see the same decode (wire length passed to the
+//! decoder, same link-type handling) and the same `tcp.stream` numbering:
+//! the analysis of one file ([`crate::analyze_path`]) and of a merged set
+//! ([`crate::analyze_merged`]), the Wireshark parity dumps ([`crate::dump`]),
+//! and the HTML report's per-flow series (`pcapsleuth_html::collect_series`).
+//! A caller that wants to see each packet plugs in a [`PacketObserver`];
+//! one that needs no detectors builds the pipeline with
+//! [`Pipeline::with_detectors`] and an empty list.
+
+use crate::registry::all_detectors;
+use pcapsleuth_core::finding::sort_findings;
+use pcapsleuth_core::{Endpoint, Finding, FrameNo, InterfaceId, StreamId, Timestamp};
+use pcapsleuth_decode::Decoder;
+use pcapsleuth_detect::{CaptureSpan, Detector, FinishContext, InterfaceContext, PacketContext};
+use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowSummary, FlowTable, PacketMeta};
+use pcapsleuth_ingest::{CaptureReader, Frame, IngestError, InterfaceInfo};
+use std::collections::HashMap;
+
+/// Sees every packet as the pipeline handles it, after the detectors did.
+/// Both methods default to doing nothing.
+pub trait PacketObserver {
+    /// One frame: its decoded layers and flow verdict (`pkt`), and the flow
+    /// events the flow table emitted for it, in order.
+    fn packet(&mut self, _pkt: &PacketContext<'_>, _events: &[FlowEvent]) {}
+    /// End of input: the events the flow table emitted when it was flushed
+    /// (stalls still open at the end of the capture…).
+    fn finish(&mut self, _events: &[FlowEvent]) {}
+}
+
+/// The observer that observes nothing.
+impl PacketObserver for () {}
+
+/// What frames showed about one interface.
+#[derive(Debug, Clone, Copy)]
+struct InterfaceSeen {
+    linktype: u32,
+    first: Timestamp,
+    last: Timestamp,
+    frames: u64,
+}
+
+/// What the pipeline produced at the end of the input.
+#[derive(Debug, Default)]
+pub struct PipelineOutput {
+    /// Every detector's findings, sorted ([`sort_findings`]).
+    pub findings: Vec<Finding>,
+    /// `tcp.stream` ids assigned (streams are `0..tcp_streams`).
+    pub tcp_streams: u64,
+    /// Per-flow summaries, one per `tcp.stream` in stream order.
+    pub flows: Vec<FlowSummary>,
+    /// First and last frame timestamps, `None` without frames.
+    pub span: Option<CaptureSpan>,
+    /// Frame number of the last frame pushed (0 without frames).
+    pub last_frame: FrameNo,
+}
+
+/// The per-frame pipeline (decode → flow table → detectors), fed one frame at
+/// a time in capture order.
+pub struct Pipeline {
+    decoder: Decoder,
+    flows: FlowTable,
+    detectors: Vec<Box<dyn Detector>>,
+    streams: HashMap<StreamId, (Endpoint, Endpoint)>,
+    events: Vec<FlowEvent>,
+    span: Option<CaptureSpan>,
+    last_frame: FrameNo,
+    /// Indexed by interface id.
+    seen: Vec<Option<InterfaceSeen>>,
+}
+
+impl Pipeline {
+    /// A pipeline running every registered detector.
+    pub fn new(flow_config: FlowConfig) -> Pipeline {
+        Pipeline::with_detectors(flow_config, all_detectors())
+    }
+
+    /// A pipeline running `detectors` (none: decode and flow events only).
+    pub fn with_detectors(flow_config: FlowConfig, detectors: Vec<Box<dyn Detector>>) -> Pipeline {
+        Pipeline {
+            decoder: Decoder::new(),
+            flows: FlowTable::new(flow_config),
+            detectors,
+            streams: HashMap::new(),
+            events: Vec::with_capacity(16),
+            span: None,
+            last_frame: 0,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Feed one frame: decode it, update the flow table, hand the events and
+    /// then the packet to every detector, then to `observer`.
+    pub fn push(&mut self, frame: &Frame<'_>, observer: &mut impl PacketObserver) {
+        self.note_frame(frame);
+        let meta = PacketMeta {
+            frame: frame.number,
+            ts: frame.ts,
+            interface: frame.interface,
+        };
+        let decoded = self
+            .decoder
+            .decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
+        self.events.clear();
+        let info = self.flows.on_packet(&meta, &decoded, &mut self.events);
+        for ev in &self.events {
+            if let FlowEvent::FlowStarted(s) = ev {
+                self.streams.insert(s.stream, (s.client, s.server));
+            }
+            for d in self.detectors.iter_mut() {
+                d.on_flow_event(ev);
+            }
+        }
+        let pkt = PacketContext {
+            meta,
+            decoded: &decoded,
+            flow: info,
+        };
+        for d in self.detectors.iter_mut() {
+            d.on_packet(&pkt);
+        }
+        observer.packet(&pkt, &self.events);
+    }
+
+    /// Capture span, last frame number and per-interface facts.
+    fn note_frame(&mut self, frame: &Frame<'_>) {
+        self.last_frame = frame.number;
+        match &mut self.span {
+            Some(span) => {
+                span.last = frame.ts;
+                span.earliest = span.earliest.min(frame.ts);
+                span.latest = span.latest.max(frame.ts);
+            }
+            None => {
+                self.span = Some(CaptureSpan {
+                    first: frame.ts,
+                    last: frame.ts,
+                    earliest: frame.ts,
+                    latest: frame.ts,
+                })
+            }
+        }
+        let idx = frame.interface as usize;
+        if self.seen.len() <= idx {
+            // Interface ids come from the file; a hostile one must not make
+            // us allocate gigabytes: ids past 65535 are not tracked.
+            if idx > usize::from(u16::MAX) {
+                return;
+            }
+            self.seen.resize(idx + 1, None);
+        }
+        if let Some(slot) = self.seen.get_mut(idx) {
+            match slot {
+                Some(s) => {
+                    s.last = frame.ts;
+                    s.frames += 1;
+                }
+                None => {
+                    *slot = Some(InterfaceSeen {
+                        linktype: frame.linktype.0,
+                        first: frame.ts,
+                        last: frame.ts,
+                        frames: 1,
+                    })
+                }
+            }
+        }
+    }
+
+    /// The interfaces for the detectors: every described one (`described`,
+    /// e.g. [`CaptureReader::interfaces`]) and every one frames named without
+    /// a description, in id order.
+    fn interface_contexts(&self, described: &[InterfaceInfo]) -> Vec<InterfaceContext> {
+        let mut out: Vec<InterfaceContext> = described
+            .iter()
+            .map(|i| {
+                let seen = self.seen.get(i.id as usize).copied().flatten();
+                InterfaceContext {
+                    id: i.id,
+                    name: i.name.clone(),
+                    linktype: i.linktype.0,
+                    first_ts: seen.map(|s| s.first),
+                    last_ts: seen.map(|s| s.last),
+                    frames: seen.map_or(0, |s| s.frames),
+                    if_drops: None,
+                }
+            })
+            .collect();
+        for (id, seen) in self.seen.iter().enumerate() {
+            let (Some(s), Ok(id)) = (seen, InterfaceId::try_from(id)) else {
+                continue;
+            };
+            if described.iter().any(|i| i.id == id) {
+                continue;
+            }
+            out.push(InterfaceContext {
+                id,
+                name: None,
+                linktype: s.linktype,
+                first_ts: Some(s.first),
+                last_ts: Some(s.last),
+                frames: s.frames,
+                if_drops: None,
+            });
+        }
+        out.sort_by_key(|i| i.id);
+        out
+    }
+
+    /// End of input: flush the flow table (its events go to the detectors,
+    /// then to `observer`), then collect every detector's findings with a
+    /// [`FinishContext`] built from what the pipeline saw. `interfaces` are
+    /// the interfaces the input described (ids as in the frames).
+    pub fn finish(
+        mut self,
+        interfaces: &[InterfaceInfo],
+        observer: &mut impl PacketObserver,
+    ) -> PipelineOutput {
+        self.events.clear();
+        self.flows.finish(&mut self.events);
+        for ev in &self.events {
+            for d in self.detectors.iter_mut() {
+                d.on_flow_event(ev);
+            }
+        }
+        observer.finish(&self.events);
+        let ctx = FinishContext {
+            interfaces: self.interface_contexts(interfaces),
+            span: self.span,
+            flows: self.flows.summaries(),
+            streams: std::mem::take(&mut self.streams),
+        };
+        let mut findings = Vec::new();
+        for d in self.detectors.iter_mut() {
+            findings.extend(d.finish(&ctx));
+        }
+        sort_findings(&mut findings);
+        PipelineOutput {
+            findings,
+            tcp_streams: self.flows.stream_count(),
+            flows: ctx.flows,
+            span: self.span,
+            last_frame: self.last_frame,
+        }
+    }
+}
+
+/// Feed every frame of `reader` through `pipe` until the end or the first
+/// read error, which is returned (the frames before it have been pushed).
+pub fn drive(
+    reader: &mut CaptureReader,
+    pipe: &mut Pipeline,
+    observer: &mut impl PacketObserver,
+) -> Option<IngestError> {
+    loop {
+        match reader.next_frame() {
+            Ok(Some(frame)) => pipe.push(&frame, observer),
+            Ok(None) => return None,
+            Err(e) => return Some(e),
+        }
+    }
+}
+
+/// Open `path` and run it through a pipeline with the default flow
+/// configuration and `detectors` (often none), calling `observer` for every
+/// packet; returns the output and the read error that ended the input early,
+/// if any.
+///
+/// # Errors
+/// When the file cannot be opened or is not a capture.
+pub fn observe_path(
+    path: &std::path::Path,
+    detectors: Vec<Box<dyn Detector>>,
+    observer: &mut impl PacketObserver,
+) -> Result<(PipelineOutput, Option<IngestError>), IngestError> {
+    let mut reader = CaptureReader::open(path)?;
+    let mut pipe = Pipeline::with_detectors(FlowConfig::default(), detectors);
+    let err = drive(&mut reader, &mut pipe, observer);
+    Ok((pipe.finish(reader.interfaces(), observer), err))
+}

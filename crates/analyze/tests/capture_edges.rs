@@ -1,0 +1,70 @@
+//! What the report says about the capture itself: the unacknowledged-segment
+//! cap, and captures read only in part (also in a merged set).
+
+use pcapsleuth_analyze::{analyze_merged, analyze_path, AnalyzeOptions};
+use pcapsleuth_flow::FlowConfig;
+use pcapsleuth_report::WarningKindReport;
+use pcapsleuth_testkit::fixtures_dir;
+
+#[test]
+fn analyze_warns_when_the_unacked_segment_cap_is_hit() {
+    let path = fixtures_dir().join("zero-window.pcap");
+    let full = analyze_path(&path, &AnalyzeOptions::default());
+    assert!(
+        full.warnings
+            .iter()
+            .all(|w| w.kind != WarningKindReport::UnackedSegmentCap),
+        "{:?}",
+        full.warnings
+    );
+    let opts = AnalyzeOptions {
+        flow_config: FlowConfig {
+            max_unacked_segments: 2,
+            ..FlowConfig::default()
+        },
+        ..AnalyzeOptions::default()
+    };
+    let capped = analyze_path(&path, &opts);
+    let w: Vec<_> = capped
+        .warnings
+        .iter()
+        .filter(|w| w.kind == WarningKindReport::UnackedSegmentCap)
+        .collect();
+    assert_eq!(w.len(), 1, "{:?}", capped.warnings);
+    assert!(
+        w[0].message.contains("cap (2 per direction) was hit in 3 flows (tcp.stream 0, 1, 2)"),
+        "{}",
+        w[0].message
+    );
+    assert_eq!((w[0].offset, w[0].frame), (0, None));
+    // Not a read problem.
+    assert!(capped.incomplete.is_none() && capped.error.is_none());
+}
+
+#[test]
+fn a_capture_read_only_in_part_says_what_and_where() {
+    let src = fixtures_dir().join("syn-drops.pcap");
+    let dir = std::env::temp_dir().join(format!("pcapsleuth-edges-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cut = dir.join("cut.pcap");
+    std::fs::write(&cut, &std::fs::read(&src).unwrap()[..5000]).unwrap();
+    let r = analyze_path(&cut, &AnalyzeOptions::default());
+    let inc = r.incomplete.as_ref().expect("incomplete");
+    assert_eq!(inc.kind, WarningKindReport::TruncatedRecord);
+    assert_eq!((inc.offset, inc.frame), (4924, Some(55)));
+    assert_eq!(r.packets, 54);
+    assert!(r.error.is_none());
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["incomplete"]["offset"], 4924);
+    // A complete capture has no `incomplete` key at all.
+    let whole = analyze_path(&src, &AnalyzeOptions::default());
+    assert!(whole.incomplete.is_none());
+    assert!(serde_json::to_value(&whole).unwrap().get("incomplete").is_none());
+    // In a merged set: the file's own entry and the set say so.
+    let m = analyze_merged(&[src.clone(), cut.clone()], &AnalyzeOptions::default());
+    assert!(m.sources[0].incomplete.is_none());
+    assert_eq!(m.sources[1].incomplete.as_ref().map(|w| w.offset), Some(4924));
+    let set = m.incomplete.as_ref().expect("set incomplete");
+    assert!(set.message.starts_with(&cut.display().to_string()), "{}", set.message);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,156 @@
+#![doc = include_str!("../README.md")]
+//!
+//! # Code layout
+//! `on_packet` keeps one compact [`Record`] per TCP/UDP packet and the span
+//! of every [`Port`] (`record.rs`); at the end of the capture the copies of
+//! each packet are grouped and classified (`cluster.rs`), [`diagnose`]
+//! decides which packets were lost between two ports ([`Diagnosis`], plain
+//! data) and [`render::render`] writes each one into a [`Finding`].
+
+mod cluster;
+mod diagnose;
+mod index;
+mod record;
+pub mod render;
+
+pub use cluster::{Cluster, COPY_WINDOW_NS, WEAK_COPY_WINDOW_NS};
+pub use diagnose::{
+    diagnose, Basis, CrossInterfaceLossEvidence, Diagnosis, NatKind, PortInfo, Shape,
+    MIN_SERVICE_SOURCES, SYN_LADDER_WAIT_NS,
+};
+pub use index::FOLLOW_UP_HORIZON_NS;
+pub use record::{port_of, record_of, Port, Record, SubPort, TcpBits, PACKET_OUTGOING};
+
+use pcapsleuth_core::StreamRef;
+use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, PacketContext};
+use std::collections::BTreeMap;
+
+/// Detector id.
+pub const ID: &str = "cross-interface-loss";
+
+/// Most packets recorded (`size_of::<Record>()`, at most 160 bytes, each):
+/// beyond it the rest of the capture is not examined (the findings say
+/// nothing about it).
+pub const MAX_RECORDS: usize = 2_000_000;
+/// When this many packets were recorded and all on one port, the capture is
+/// a single-interface one: the records are dropped and no more are kept
+/// (the interfaces of a multi-interface capture interleave long before).
+pub const SINGLE_PORT_GIVE_UP: usize = 250_000;
+
+/// First and last capture time and frame count of one port.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    first: i64,
+    last: i64,
+    frames: u64,
+}
+
+/// The `cross-interface-loss` detector.
+#[derive(Debug, Default)]
+pub struct CrossInterfaceLoss {
+    records: Vec<Record>,
+    spans: BTreeMap<Port, Span>,
+    /// Recording stopped (single-port capture, or [`MAX_RECORDS`] reached).
+    stopped: bool,
+}
+
+impl CrossInterfaceLoss {
+    /// The display name of a port.
+    fn port_name(ctx: &FinishContext, p: Port) -> String {
+        let base = ctx
+            .interface(p.interface)
+            .and_then(|i| i.name.clone())
+            .unwrap_or_else(|| format!("interface {}", p.interface));
+        match p.sub {
+            SubPort::Whole => base,
+            SubPort::Ifindex(i) => format!("ifindex {i}"),
+            SubPort::SllIn => format!("{base} (in)"),
+            SubPort::SllOut => format!("{base} (out)"),
+        }
+    }
+
+    /// The ports with their names, spans and capture drops.
+    fn port_infos(&self, ctx: &FinishContext) -> BTreeMap<Port, PortInfo> {
+        self.spans
+            .iter()
+            .map(|(p, s)| {
+                let drops = match p.sub {
+                    SubPort::Whole => ctx.interface(p.interface).and_then(|i| i.if_drops),
+                    _ => None,
+                };
+                (
+                    *p,
+                    PortInfo {
+                        name: Self::port_name(ctx, *p),
+                        first_ts: s.first,
+                        last_ts: s.last,
+                        frames: s.frames,
+                        if_drops: drops,
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+impl Detector for CrossInterfaceLoss {
+    fn info(&self) -> DetectorInfo {
+        DetectorInfo {
+            id: ID,
+            aliases: &[],
+            title: "Packet entered the host on one interface and never left on the other",
+            explain: include_str!("../README.md"),
+        }
+    }
+
+    fn on_packet(&mut self, pkt: &PacketContext<'_>) {
+        let port = port_of(pkt.meta.interface, pkt.decoded);
+        let ts = pkt.meta.ts.0;
+        self.spans
+            .entry(port)
+            .and_modify(|s| {
+                s.first = s.first.min(ts);
+                s.last = s.last.max(ts);
+                s.frames += 1;
+            })
+            .or_insert(Span {
+                first: ts,
+                last: ts,
+                frames: 1,
+            });
+        if self.stopped {
+            return;
+        }
+        if self.records.len() >= MAX_RECORDS {
+            self.stopped = true;
+            return;
+        }
+        if self.records.len() >= SINGLE_PORT_GIVE_UP && self.spans.len() < 2 {
+            self.stopped = true;
+            self.records = Vec::new();
+            return;
+        }
+        let stream = pkt
+            .flow
+            .stream
+            .map(StreamRef::tcp)
+            .or(pkt.flow.udp_stream.map(StreamRef::udp));
+        if let Some(r) = record_of(pkt.meta.frame, ts, port, pkt.decoded, stream) {
+            self.records.push(r);
+        }
+    }
+
+    fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding> {
+        if self.spans.len() < 2 {
+            return Vec::new();
+        }
+        let ports = self.port_infos(ctx);
+        diagnose(&self.records, &ports)
+            .iter()
+            .map(render::render)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

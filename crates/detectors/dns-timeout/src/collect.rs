@@ -1,0 +1,189 @@
+//! Collection: one compact [`Msg`] per DNS message seen (UDP datagram or
+//! message in a TCP segment), with the name interned.
+
+use pcapsleuth_core::{Direction, Endpoint, StreamId};
+use pcapsleuth_decode::dns::{self, TcpDnsMessages};
+use pcapsleuth_decode::Transport;
+use pcapsleuth_detect::PacketContext;
+use std::collections::hash_map::DefaultHasher;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+/// The DNS port (RFC 1035 §4.2).
+pub const DNS_PORT: u16 = 53;
+
+/// Most DNS messages kept per capture (≈ 100 bytes each); later ones are
+/// counted in [`Collector::dropped`] and not analysed.
+pub const MAX_MESSAGES: usize = 1_000_000;
+
+/// One DNS message as seen on the wire: what the lookup matching needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Msg {
+    /// Wireshark frame number.
+    pub frame: u64,
+    /// Capture time, ns since the Unix epoch.
+    pub ts: i64,
+    /// Capture interface.
+    pub interface: u32,
+    /// Carried over TCP (RFC 7766) rather than UDP.
+    pub tcp: bool,
+    /// `udp.stream` (or `tcp.stream` when `tcp`), if numbered.
+    pub stream: Option<StreamId>,
+    /// Sender.
+    pub src: Endpoint,
+    /// Receiver.
+    pub dst: Endpoint,
+    /// Transaction ID.
+    pub id: u16,
+    /// QR bit: a response.
+    pub response: bool,
+    /// TC bit: truncated.
+    pub truncated: bool,
+    /// RCODE.
+    pub rcode: u8,
+    /// ANCOUNT.
+    pub answers: u16,
+    /// Interned QNAME (lower case), index into the collector's names.
+    pub name: u32,
+    /// QTYPE.
+    pub qtype: u16,
+    /// QCLASS.
+    pub qclass: u16,
+    /// Hash of the DNS message bytes: the same message seen again (another
+    /// interface, before and after NAT) hashes the same.
+    pub hash: u64,
+}
+
+/// Collects [`Msg`]s from packets.
+#[derive(Debug, Default)]
+pub struct Collector {
+    /// Messages, in frame order.
+    pub msgs: Vec<Msg>,
+    /// Interned names.
+    pub names: Vec<String>,
+    index: HashMap<String, u32>,
+    /// Next message boundary (raw sequence number) per TCP stream and direction.
+    tcp_boundary: HashMap<(StreamId, bool), u32>,
+    /// Messages not kept because of [`MAX_MESSAGES`].
+    pub dropped: u64,
+}
+
+/// Whether `ep` is a destination a unicast DNS exchange can have
+/// (multicast: mDNS / LLMNR, broadcast: NetBIOS are other protocols).
+fn unicast(ep: &Endpoint) -> bool {
+    match ep.addr {
+        std::net::IpAddr::V4(a) => !a.is_multicast() && !a.is_broadcast(),
+        std::net::IpAddr::V6(a) => !a.is_multicast(),
+    }
+}
+
+impl Collector {
+    fn intern(&mut self, name: String) -> u32 {
+        if let Some(&i) = self.index.get(&name) {
+            return i;
+        }
+        let i = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.names.push(name.clone());
+        self.index.insert(name, i);
+        i
+    }
+
+    /// Record the DNS messages of one packet, if any.
+    pub fn on_packet(&mut self, pkt: &PacketContext<'_>) {
+        let Some(ip) = pkt.decoded.ip else { return };
+        match &pkt.decoded.transport {
+            Transport::Udp(u) => {
+                if u.src_port != DNS_PORT && u.dst_port != DNS_PORT {
+                    return;
+                }
+                let src = Endpoint {
+                    addr: ip.src,
+                    port: u.src_port,
+                };
+                let dst = Endpoint {
+                    addr: ip.dst,
+                    port: u.dst_port,
+                };
+                self.push(pkt, false, pkt.flow.udp_stream, src, dst, u.payload);
+            }
+            Transport::Tcp(t) => {
+                if (t.src_port != DNS_PORT && t.dst_port != DNS_PORT) || t.payload.is_empty() {
+                    return;
+                }
+                let (Some(stream), Some(dir)) = (pkt.flow.stream, pkt.flow.dir) else {
+                    return;
+                };
+                let key = (stream, dir == Direction::ClientToServer);
+                let seq = t.seq.0;
+                // Parse only segments that start at a message boundary: the
+                // first data segment of a direction, then where the previous
+                // messages end (retransmissions and continuations are skipped).
+                let boundary = *self.tcp_boundary.entry(key).or_insert(seq);
+                if boundary != seq {
+                    return;
+                }
+                let mut next = seq;
+                let src = Endpoint {
+                    addr: ip.src,
+                    port: t.src_port,
+                };
+                let dst = Endpoint {
+                    addr: ip.dst,
+                    port: t.dst_port,
+                };
+                for (len, bytes) in TcpDnsMessages::new(t.payload) {
+                    next = next.wrapping_add(2).wrapping_add(len as u32);
+                    self.push(pkt, true, Some(stream), src, dst, bytes);
+                }
+                self.tcp_boundary.insert(key, next);
+            }
+            _ => {}
+        }
+    }
+
+    fn push(
+        &mut self,
+        pkt: &PacketContext<'_>,
+        tcp: bool,
+        stream: Option<StreamId>,
+        src: Endpoint,
+        dst: Endpoint,
+        bytes: &[u8],
+    ) {
+        if !unicast(&dst) || src.port == 137 || dst.port == 137 {
+            return;
+        }
+        let Some(m) = dns::parse(bytes) else { return };
+        let Some(q) = m.question else { return };
+        // Only standard queries (OPCODE 0) with one question: what stub
+        // resolvers send (RFC 9619: QDCOUNT is 1).
+        if m.header.opcode() != 0 || m.header.qdcount != 1 {
+            return;
+        }
+        if self.msgs.len() >= MAX_MESSAGES {
+            self.dropped += 1;
+            return;
+        }
+        let name = self.intern(q.name.to_string());
+        let mut h = DefaultHasher::new();
+        bytes.hash(&mut h);
+        self.msgs.push(Msg {
+            frame: pkt.meta.frame,
+            ts: pkt.meta.ts.0,
+            interface: pkt.meta.interface,
+            tcp,
+            stream,
+            src,
+            dst,
+            id: m.header.id,
+            response: m.header.is_response(),
+            truncated: m.header.truncated(),
+            rcode: m.header.rcode(),
+            answers: m.header.ancount,
+            name,
+            qtype: q.qtype,
+            qclass: q.qclass,
+            hash: h.finish(),
+        });
+    }
+}

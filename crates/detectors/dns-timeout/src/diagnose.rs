@@ -1,0 +1,547 @@
+//! Diagnosis: which lookups lost a query, in which shape, and what it cost
+//! (plain data; the prose is in `render.rs`).
+
+use crate::ladder::{ladder_for, Ladder, GLIBC_DEFAULT_TIMEOUT_NS};
+use crate::lookup::Lookup;
+use pcapsleuth_core::{FlowRef, Protocol, Severity, StreamRef};
+use pcapsleuth_decode::dns::{qtype_name, QTYPE_A, QTYPE_AAAA};
+use pcapsleuth_detect::timer::timer_window;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+/// The A and AAAA queries of one `getaddrinfo()` leave within this (ns) of
+/// each other (glibc sends them with one `sendmmsg()`, or the second right
+/// after the first answer); 1 s covers the single-request modes.
+pub const PAIR_WINDOW_NS: i64 = 1_000_000_000;
+
+/// A TCP query for the same id and name this soon (ns) after a truncated UDP
+/// answer is the fallback the TC bit asked for (glibc `send_vc()` follows at once).
+pub const TCP_FALLBACK_WINDOW_NS: i64 = 10_000_000_000;
+
+/// The shape of a lookup that lost time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Shape {
+    /// A query got no answer and was re-sent after the resolver's timeout.
+    Resent,
+    /// One query of the parallel A/AAAA pair got no answer; glibc re-sent
+    /// both (single-request mode): the answered one is collateral.
+    PairResent,
+    /// One query of the pair got no answer and was never re-sent while its
+    /// sibling was answered: the lookup waited the full timeout
+    /// (`single-request-reopen`, or glibc's last fallback step).
+    UnansweredNotResent,
+    /// No transmission of the query was ever answered.
+    NeverAnswered,
+    /// Every transmission was answered, yet the query was re-sent (the
+    /// answer was lost after the capture point, or its sibling's loss is not
+    /// in the capture).
+    ResentAfterAnswer,
+    /// Still unanswered when the capture ended, before the timeout: not a loss.
+    Censored,
+}
+
+impl Shape {
+    /// Severity of the shape (before the one-direction downgrade).
+    pub fn severity(self, transmissions: usize) -> Severity {
+        match self {
+            Shape::NeverAnswered if transmissions > 1 => Severity::Error,
+            Shape::Resent
+            | Shape::PairResent
+            | Shape::UnansweredNotResent
+            | Shape::NeverAnswered => Severity::Warning,
+            Shape::ResentAfterAnswer | Shape::Censored => Severity::Info,
+        }
+    }
+}
+
+/// Evidence of one diagnosed lookup (keys as emitted; units in the names).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DnsTimeoutEvidence {
+    /// Queried name (presentation form, lower case).
+    pub qname: String,
+    /// QTYPE name ("A", "AAAA", or "TYPEnn").
+    pub qtype: String,
+    /// DNS transaction id.
+    pub dns_id: u16,
+    /// Client socket of the first transmission, "ip:port".
+    pub client: String,
+    /// Resolver the first transmission went to, "ip:port" (the service address as the client saw it).
+    pub resolver: String,
+    /// [`Shape`].
+    pub shape: Shape,
+    /// Transmissions of the query (copies on other interfaces or after NAT counted once).
+    pub transmissions: usize,
+    /// Frames of transmissions that got no answer (the losses).
+    pub unanswered_frames: Vec<u64>,
+    /// Frames of the re-sends (every transmission after the first).
+    pub retry_frames: Vec<u64>,
+    /// Frame of the answer that ended the lookup, if any.
+    pub answer_frame: Option<u64>,
+    /// Gaps between successive transmissions, ms.
+    pub gaps_ms: Vec<f64>,
+    /// The re-send ladder matched (see `ladder.rs`).
+    pub ladder: String,
+    /// Its short name (not serialised; for the summary).
+    #[serde(skip)]
+    pub ladder_short: String,
+    /// Per-try timeout, ms: from this lookup's gaps, else from the client's
+    /// other re-sent lookups (the nearest in time), else glibc's default 5000.
+    pub timeout_ms: f64,
+    /// Where `timeout_ms` comes from: "this lookup", "the client's other
+    /// lookups" or "glibc default".
+    pub timeout_source: &'static str,
+    /// Time the lookup lost, ms: first transmission → the transmission that
+    /// was answered; for a query never re-sent, the timeout it waited.
+    pub time_lost_ms: f64,
+    /// Every transmission left from the same client port.
+    pub same_socket: bool,
+    /// Frames of the sibling query's re-sends that had already been answered
+    /// (glibc repeats the pair): collateral, not losses.
+    pub collateral_resend_frames: Vec<u64>,
+    /// QTYPE of the sibling query of the A/AAAA pair, when captured.
+    pub sibling_qtype: Option<String>,
+    /// The sibling's socket differs from this query's (`single-request-reopen`).
+    pub sibling_other_socket: bool,
+    /// An answer was truncated (TC) and the client asked again over TCP.
+    pub truncated_tcp_fallback: bool,
+    /// For a censored query: capture end − the query, ms.
+    pub capture_end_after_query_ms: Option<f64>,
+    /// Other sightings of the transmissions (other interfaces, before/after NAT).
+    pub other_sightings: usize,
+    /// UDP lookups of this name in the capture.
+    pub name_lookups: usize,
+    /// Of them, delayed by a lost query.
+    pub name_lookups_delayed: usize,
+    /// Time lost by lookups of this name, ms.
+    pub name_time_lost_ms: f64,
+    /// UDP lookups sent to this resolver.
+    pub resolver_lookups: usize,
+    /// Of them, delayed by a lost query.
+    pub resolver_lookups_delayed: usize,
+    /// Time lost by lookups to this resolver, ms.
+    pub resolver_time_lost_ms: f64,
+    /// Answers captured from this resolver (0: the capture may hold one direction only).
+    pub resolver_answers: usize,
+    /// ≥ 4 lookups to the resolver, a minority delayed, at least one of them
+    /// by losing one query of a parallel A/AAAA pair, the rest answered at
+    /// once: the shape of the conntrack insert race on DNAT (seed 002).
+    pub burst_loss_shape: bool,
+}
+
+/// One diagnosed lookup.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnosis {
+    /// Shape.
+    pub shape: Shape,
+    /// Severity.
+    pub severity: Severity,
+    /// Client socket → resolver of the first transmission.
+    pub flow: FlowRef,
+    /// Conversations: the query's own `udp.stream` first, then re-sends on
+    /// other sockets and the sibling's.
+    pub streams: Vec<StreamRef>,
+    /// Cited frames.
+    pub frames: Vec<u64>,
+    /// First cited time, ns.
+    pub start_ns: i64,
+    /// Last cited time, ns.
+    pub end_ns: i64,
+    /// Typed evidence.
+    pub evidence: DnsTimeoutEvidence,
+}
+
+/// ns → ms with 3 decimals.
+pub fn ms(ns: i64) -> f64 {
+    (ns as f64 / 1000.0).round() / 1000.0
+}
+
+/// QTYPE as text.
+pub fn qtype_text(q: u16) -> String {
+    qtype_name(q).map_or_else(|| format!("TYPE{q}"), str::to_string)
+}
+
+fn sibling_qtype(q: u16) -> Option<u16> {
+    match q {
+        QTYPE_A => Some(QTYPE_AAAA),
+        QTYPE_AAAA => Some(QTYPE_A),
+        _ => None,
+    }
+}
+
+/// Per-lookup verdict before aggregation.
+#[derive(Debug, Clone)]
+struct Verdict {
+    idx: usize,
+    shape: Shape,
+    sibling: Option<usize>,
+    timeout_ns: i64,
+    timeout_source: &'static str,
+    ladder: Ladder,
+    time_lost_ns: i64,
+    censored_after_ns: Option<i64>,
+}
+
+/// Per name / per resolver totals.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    lookups: usize,
+    delayed: usize,
+    lost_ns: i64,
+    answers: usize,
+    /// Delayed lookups that lost one query of an A/AAAA pair.
+    pair_losses: usize,
+}
+
+fn gaps(l: &Lookup) -> Vec<i64> {
+    l.txs
+        .windows(2)
+        .map(|w| w[1].ts.saturating_sub(w[0].ts))
+        .collect()
+}
+
+/// The per-try timeouts each client shows (from its re-sent lookups):
+/// (first transmission time, timeout), ns.
+fn client_timeouts(lookups: &[Lookup]) -> HashMap<IpAddr, Vec<(i64, i64)>> {
+    let mut out: HashMap<IpAddr, Vec<(i64, i64)>> = HashMap::new();
+    for l in lookups.iter().filter(|l| !l.tcp && l.txs.len() > 1) {
+        let Some(first) = l.first() else { continue };
+        let changed = l.txs.iter().any(|t| t.server != first.server);
+        if let Some(t) = ladder_for(&gaps(l), changed).timeout_ns() {
+            out.entry(l.client_ip).or_default().push((first.ts, t));
+        }
+    }
+    out
+}
+
+/// The timeout of the client's re-sent lookup nearest in time to `ts`.
+fn nearest_timeout(
+    timeouts: &HashMap<IpAddr, Vec<(i64, i64)>>,
+    ip: IpAddr,
+    ts: i64,
+) -> Option<i64> {
+    timeouts
+        .get(&ip)?
+        .iter()
+        .min_by_key(|(t0, _)| t0.abs_diff(ts))
+        .map(|&(_, t)| t)
+}
+
+/// Diagnose every UDP lookup. `capture_end_ns`: the last frame's time.
+pub fn diagnose(lookups: &[Lookup], names: &[String], capture_end_ns: i64) -> Vec<Diagnosis> {
+    let timeouts = client_timeouts(lookups);
+    let mut pairs: HashMap<(IpAddr, u32), Vec<usize>> = HashMap::new();
+    for (i, l) in lookups.iter().enumerate().filter(|(_, l)| !l.tcp) {
+        pairs.entry((l.client_ip, l.name)).or_default().push(i);
+    }
+    let verdicts: Vec<Verdict> = lookups
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !l.tcp)
+        .filter_map(|(i, l)| {
+            let client = l
+                .first()
+                .and_then(|f| nearest_timeout(&timeouts, l.client_ip, f.ts));
+            verdict(lookups, &pairs, i, l, client, capture_end_ns)
+        })
+        .collect();
+    // Collateral re-sends are folded into their sibling's finding.
+    let collateral: Vec<usize> = verdicts
+        .iter()
+        .filter(|v| v.shape == Shape::PairResent)
+        .filter_map(|v| v.sibling)
+        .collect();
+    let verdicts: Vec<Verdict> = verdicts
+        .into_iter()
+        .filter(|v| !(v.shape == Shape::ResentAfterAnswer && collateral.contains(&v.idx)))
+        .collect();
+    let (by_name, by_resolver) = tallies(lookups, &verdicts);
+    verdicts
+        .iter()
+        .filter_map(|v| {
+            let l = lookups.get(v.idx)?;
+            let first = l.first()?;
+            let name = by_name.get(&l.name).copied().unwrap_or_default();
+            let res = by_resolver.get(&first.server).copied().unwrap_or_default();
+            build(lookups, names, l, v, name, res)
+        })
+        .collect()
+}
+
+/// The verdict on lookup `l` (index `i`), `None` when it lost nothing.
+fn verdict(
+    lookups: &[Lookup],
+    pairs: &HashMap<(IpAddr, u32), Vec<usize>>,
+    i: usize,
+    l: &Lookup,
+    client_timeout_ns: Option<i64>,
+    capture_end_ns: i64,
+) -> Option<Verdict> {
+    let first = l.first()?;
+    let last = l.last()?;
+    let g = gaps(l);
+    let changed = l.txs.iter().any(|t| t.server != first.server);
+    let ladder = ladder_for(&g, changed);
+    let (timeout_ns, timeout_source) = match (ladder.timeout_ns(), client_timeout_ns) {
+        (Some(t), _) => (t, "this lookup"),
+        (None, Some(t)) => (t, "the client's other lookups"),
+        (None, None) => (GLIBC_DEFAULT_TIMEOUT_NS, "glibc default"),
+    };
+    let after_end = capture_end_ns.saturating_sub(last.ts);
+    let censored = last.answer.is_none() && after_end <= timer_window(timeout_ns).1;
+    let n = l.txs.len();
+    let lost = l
+        .txs
+        .iter()
+        .enumerate()
+        .filter(|(k, t)| t.answer.is_none() && !(censored && *k + 1 == n))
+        .count();
+    let answered_at = l.txs.iter().find(|t| t.answer.is_some()).map(|t| t.ts);
+    let sibling = sibling_of(lookups, pairs, l);
+    let sib = sibling.and_then(|s| lookups.get(s));
+    let mut shape = if lost > 0 {
+        if answered_at.is_none() && !censored {
+            if n == 1 && sib.is_some_and(|s| s.txs.iter().any(|t| t.answer.is_some())) {
+                Shape::UnansweredNotResent
+            } else {
+                Shape::NeverAnswered
+            }
+        } else if sib.is_some_and(|s| is_collateral(l, s)) {
+            Shape::PairResent
+        } else {
+            Shape::Resent
+        }
+    } else if censored && n == 1 {
+        Shape::Censored
+    } else if n > 1 {
+        Shape::ResentAfterAnswer
+    } else {
+        return None;
+    };
+    if shape == Shape::NeverAnswered && n > 1 && censored {
+        // Re-sent, the last try still open at the capture's end.
+        shape = Shape::Resent;
+    }
+    let time_lost_ns = match shape {
+        Shape::Resent | Shape::PairResent | Shape::ResentAfterAnswer => answered_at
+            .unwrap_or(last.ts.saturating_add(timeout_ns))
+            .saturating_sub(first.ts),
+        Shape::UnansweredNotResent => timeout_ns,
+        Shape::NeverAnswered => last.ts.saturating_add(timeout_ns).saturating_sub(first.ts),
+        Shape::Censored => 0,
+    };
+    Some(Verdict {
+        idx: i,
+        shape,
+        sibling: if shape == Shape::NeverAnswered && n > 1 {
+            None
+        } else {
+            sibling
+        },
+        timeout_ns,
+        timeout_source,
+        ladder,
+        time_lost_ns,
+        censored_after_ns: (shape == Shape::Censored).then_some(after_end),
+    })
+}
+
+/// The other query of `l`'s A/AAAA pair: same client, same name, the other
+/// type, first sent within [`PAIR_WINDOW_NS`].
+fn sibling_of(
+    lookups: &[Lookup],
+    pairs: &HashMap<(IpAddr, u32), Vec<usize>>,
+    l: &Lookup,
+) -> Option<usize> {
+    let want = sibling_qtype(l.qtype)?;
+    let t0 = l.first()?.ts;
+    pairs
+        .get(&(l.client_ip, l.name))?
+        .iter()
+        .copied()
+        .find(|&j| {
+            lookups.get(j).is_some_and(|s| {
+                s.qtype == want
+                    && s.first()
+                        .is_some_and(|f| f.ts.abs_diff(t0) <= PAIR_WINDOW_NS.unsigned_abs())
+            })
+        })
+}
+
+/// Whether sibling `s` was answered and re-sent together with `l`'s re-send
+/// (glibc's single-request switch repeats the pair).
+fn is_collateral(l: &Lookup, s: &Lookup) -> bool {
+    let (Some(lr), Some(sr)) = (l.txs.get(1), s.txs.get(1)) else {
+        return false;
+    };
+    s.first().is_some_and(|f| f.answer.is_some())
+        && lr.ts.abs_diff(sr.ts) <= PAIR_WINDOW_NS.unsigned_abs()
+}
+
+/// Totals per name and per resolver over every UDP lookup.
+fn tallies(
+    lookups: &[Lookup],
+    verdicts: &[Verdict],
+) -> (
+    HashMap<u32, Tally>,
+    HashMap<pcapsleuth_core::Endpoint, Tally>,
+) {
+    let mut by_name: HashMap<u32, Tally> = HashMap::new();
+    let mut by_res: HashMap<pcapsleuth_core::Endpoint, Tally> = HashMap::new();
+    for l in lookups.iter().filter(|l| !l.tcp) {
+        let Some(first) = l.first() else { continue };
+        let answers = l.txs.iter().filter(|t| t.answer.is_some()).count();
+        for t in [
+            by_name.entry(l.name).or_default(),
+            by_res.entry(first.server).or_default(),
+        ] {
+            t.lookups += 1;
+            t.answers += answers;
+        }
+    }
+    for v in verdicts
+        .iter()
+        .filter(|v| v.shape.severity(2) >= Severity::Warning)
+    {
+        let Some(l) = lookups.get(v.idx) else {
+            continue;
+        };
+        let Some(first) = l.first() else { continue };
+        for t in [
+            by_name.entry(l.name).or_default(),
+            by_res.entry(first.server).or_default(),
+        ] {
+            t.delayed += 1;
+            t.lost_ns = t.lost_ns.saturating_add(v.time_lost_ns);
+            if matches!(v.shape, Shape::PairResent | Shape::UnansweredNotResent) {
+                t.pair_losses += 1;
+            }
+        }
+    }
+    (by_name, by_res)
+}
+
+/// Whether the client asked again over TCP after a truncated answer.
+fn tcp_fallback(lookups: &[Lookup], l: &Lookup) -> bool {
+    l.txs.iter().filter_map(|t| t.answer).any(|a| {
+        a.truncated
+            && lookups.iter().any(|o| {
+                o.tcp
+                    && o.client_ip == l.client_ip
+                    && o.id == l.id
+                    && o.name == l.name
+                    && o.first().is_some_and(|f| {
+                        f.ts >= a.ts && f.ts.saturating_sub(a.ts) <= TCP_FALLBACK_WINDOW_NS
+                    })
+            })
+    })
+}
+
+fn build(
+    lookups: &[Lookup],
+    names: &[String],
+    l: &Lookup,
+    v: &Verdict,
+    name: Tally,
+    res: Tally,
+) -> Option<Diagnosis> {
+    let first = l.first()?;
+    let last = l.last()?;
+    let sib = v.sibling.and_then(|s| lookups.get(s));
+    let mut frames: Vec<u64> = Vec::new();
+    let mut streams: Vec<StreamRef> = Vec::new();
+    let mut times: Vec<i64> = Vec::new();
+    for t in l
+        .txs
+        .iter()
+        .chain(sib.into_iter().flat_map(|s| s.txs.iter()))
+    {
+        frames.push(t.frame);
+        times.push(t.ts);
+        if let Some(a) = t.answer {
+            frames.push(a.frame);
+            times.push(a.ts);
+        }
+        if let Some(s) = t.stream {
+            if !streams.contains(&StreamRef::udp(s)) {
+                streams.push(StreamRef::udp(s));
+            }
+        }
+    }
+    let collateral: Vec<u64> = match (v.shape, sib) {
+        (Shape::PairResent, Some(s)) => s.txs.iter().skip(1).map(|t| t.frame).collect(),
+        _ => Vec::new(),
+    };
+    let severity = if res.answers == 0 {
+        Severity::Info
+    } else {
+        v.shape.severity(l.txs.len())
+    };
+    let n = l.txs.len();
+    let evidence = DnsTimeoutEvidence {
+        qname: names.get(l.name as usize).cloned().unwrap_or_default(),
+        qtype: qtype_text(l.qtype),
+        dns_id: l.id,
+        client: endpoint_text(&first.client),
+        resolver: endpoint_text(&first.server),
+        shape: v.shape,
+        transmissions: n,
+        unanswered_frames: l
+            .txs
+            .iter()
+            .enumerate()
+            .filter(|(k, t)| t.answer.is_none() && !(v.shape == Shape::Censored && *k + 1 == n))
+            .map(|(_, t)| t.frame)
+            .collect(),
+        retry_frames: l.txs.iter().skip(1).map(|t| t.frame).collect(),
+        answer_frame: l.txs.iter().rev().find_map(|t| t.answer.map(|a| a.frame)),
+        gaps_ms: gaps(l).into_iter().map(ms).collect(),
+        ladder: v.ladder.label(),
+        ladder_short: v.ladder.short(),
+        timeout_ms: ms(v.timeout_ns),
+        timeout_source: v.timeout_source,
+        time_lost_ms: ms(v.time_lost_ns),
+        same_socket: l.txs.iter().all(|t| t.client == first.client),
+        collateral_resend_frames: collateral,
+        sibling_qtype: sib.map(|s| qtype_text(s.qtype)),
+        sibling_other_socket: sib
+            .and_then(|s| s.first())
+            .is_some_and(|s| s.client != first.client),
+        truncated_tcp_fallback: tcp_fallback(lookups, l),
+        capture_end_after_query_ms: v.censored_after_ns.map(ms),
+        other_sightings: l.txs.iter().map(|t| t.copies.len()).sum(),
+        name_lookups: name.lookups,
+        name_lookups_delayed: name.delayed,
+        name_time_lost_ms: ms(name.lost_ns),
+        resolver_lookups: res.lookups,
+        resolver_lookups_delayed: res.delayed,
+        resolver_time_lost_ms: ms(res.lost_ns),
+        resolver_answers: res.answers,
+        burst_loss_shape: res.lookups >= 4 && res.pair_losses >= 1 && res.delayed * 2 < res.lookups,
+    };
+    Some(Diagnosis {
+        shape: v.shape,
+        severity,
+        flow: FlowRef {
+            protocol: Protocol::Udp,
+            client: first.client.addr.to_string(),
+            client_port: first.client.port,
+            server: first.server.addr.to_string(),
+            server_port: first.server.port,
+        },
+        streams,
+        frames,
+        start_ns: times.iter().copied().min().unwrap_or(first.ts),
+        end_ns: times.iter().copied().max().unwrap_or(last.ts),
+        evidence,
+    })
+}
+
+/// "ip:port", IPv6 in brackets.
+pub fn endpoint_text(e: &pcapsleuth_core::Endpoint) -> String {
+    match e.addr {
+        IpAddr::V4(a) => format!("{a}:{}", e.port),
+        IpAddr::V6(a) => format!("[{a}]:{}", e.port),
+    }
+}

@@ -1,0 +1,221 @@
+//! Lookups: queries grouped by (client address, transaction id, qname,
+//! qtype, transport), each transmission matched with its answer, copies of
+//! one packet (other interfaces, before and after NAT) counted once.
+
+use crate::collect::Msg;
+use pcapsleuth_core::{Endpoint, StreamId};
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+/// Two sightings of the same DNS message bytes closer than this (ns) are one
+/// packet seen twice (two interfaces, before and after NAT, `-i any`), not a
+/// re-send: every stub resolver waits far longer before re-sending (glibc
+/// ≥ 1 s, `seconds <= 0 → 1` in `send_dg`; musl ≥ 100 ms with
+/// `timeout:1 attempts:10`).
+pub const COPY_WINDOW_NS: i64 = 50_000_000;
+
+/// Longest gap (ns) between two transmissions of one lookup: glibc caps
+/// `timeout:` at 30 s (`RES_MAXRETRANS`) and the per-server timeout is at most
+/// `(30 << 2) / 3` = 40 s (`send_dg`), so 65 s leaves room.
+pub const MAX_RETRY_GAP_NS: i64 = 65_000_000_000;
+
+/// The answer to one transmission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer {
+    /// Frame of the first sighting.
+    pub frame: u64,
+    /// Its time, ns.
+    pub ts: i64,
+    /// TC bit.
+    pub truncated: bool,
+    /// RCODE.
+    pub rcode: u8,
+    /// ANCOUNT.
+    pub answers: u16,
+    hash: u64,
+}
+
+/// One transmission of a query (its first sighting; copies listed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tx {
+    /// Frame of the first sighting (earliest timestamp).
+    pub frame: u64,
+    /// Its time, ns.
+    pub ts: i64,
+    /// The client socket as first seen.
+    pub client: Endpoint,
+    /// The resolver as first seen (the service address before any DNAT).
+    pub server: Endpoint,
+    /// `udp.stream` / `tcp.stream` of the first sighting.
+    pub stream: Option<StreamId>,
+    /// Frames of other sightings of the same packet.
+    pub copies: Vec<u64>,
+    /// The first answer after it (before the next transmission), if any.
+    pub answer: Option<Answer>,
+    hash: u64,
+}
+
+/// One lookup: every transmission of one query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lookup {
+    /// Over TCP.
+    pub tcp: bool,
+    /// Client address.
+    pub client_ip: IpAddr,
+    /// Transaction ID.
+    pub id: u16,
+    /// Interned qname.
+    pub name: u32,
+    /// QTYPE.
+    pub qtype: u16,
+    /// QCLASS.
+    pub qclass: u16,
+    /// Transmissions, in time order.
+    pub txs: Vec<Tx>,
+    /// Answers that matched no unanswered transmission (late or repeated).
+    pub extra_answers: u32,
+}
+
+impl Lookup {
+    /// The last transmission.
+    pub fn last(&self) -> Option<&Tx> {
+        self.txs.last()
+    }
+    /// The first transmission.
+    pub fn first(&self) -> Option<&Tx> {
+        self.txs.first()
+    }
+}
+
+type Key = (u16, u32, u16, u16, bool);
+
+fn key(m: &Msg) -> Key {
+    (m.id, m.name, m.qtype, m.qclass, m.tcp)
+}
+
+/// Group `msgs` into lookups. Messages are taken in timestamp order (frame
+/// order breaks ties): a multi-interface pcapng writes each interface's
+/// packets as its buffer drains, so frame order is not time order, and the
+/// earliest sighting of a query is the one nearest the client.
+pub fn build(mut msgs: Vec<Msg>) -> Vec<Lookup> {
+    msgs.sort_by_key(|m| (m.ts, m.frame));
+    let mut lookups: Vec<Lookup> = Vec::new();
+    let mut by_key: HashMap<Key, Vec<usize>> = HashMap::new();
+    for m in &msgs {
+        let k = key(m);
+        if m.response {
+            on_answer(
+                &mut lookups,
+                by_key.get(&k).map_or(&[][..], Vec::as_slice),
+                m,
+            );
+            continue;
+        }
+        let cands = by_key.entry(k).or_default();
+        if let Some(idx) = on_query(&mut lookups, cands, m) {
+            cands.push(idx);
+        }
+    }
+    lookups
+}
+
+/// A query: a copy of a recent transmission, a re-send in an open lookup, or
+/// a new lookup (its index returned).
+fn on_query(lookups: &mut Vec<Lookup>, cands: &[usize], m: &Msg) -> Option<usize> {
+    for &i in cands.iter().rev() {
+        let Some(l) = lookups.get_mut(i) else {
+            continue;
+        };
+        let Some(last) = l.txs.last_mut() else {
+            continue;
+        };
+        if last.hash == m.hash && m.ts.saturating_sub(last.ts) <= COPY_WINDOW_NS {
+            last.copies.push(m.frame);
+            return None;
+        }
+    }
+    for &i in cands.iter().rev() {
+        let Some(l) = lookups.get_mut(i) else {
+            continue;
+        };
+        let open = l
+            .txs
+            .last()
+            .is_some_and(|t| m.ts.saturating_sub(t.ts) <= MAX_RETRY_GAP_NS);
+        if l.client_ip == m.src.addr && open {
+            l.txs.push(tx_of(m));
+            return None;
+        }
+    }
+    lookups.push(Lookup {
+        tcp: m.tcp,
+        client_ip: m.src.addr,
+        id: m.id,
+        name: m.name,
+        qtype: m.qtype,
+        qclass: m.qclass,
+        txs: vec![tx_of(m)],
+        extra_answers: 0,
+    });
+    Some(lookups.len() - 1)
+}
+
+fn tx_of(m: &Msg) -> Tx {
+    Tx {
+        frame: m.frame,
+        ts: m.ts,
+        client: m.src,
+        server: m.dst,
+        stream: m.stream,
+        copies: Vec::new(),
+        answer: None,
+        hash: m.hash,
+    }
+}
+
+/// An answer: to the latest transmission before it of the lookup whose
+/// client it is addressed to (else, after source NAT, of any lookup with the
+/// same key); a second sighting of an answer already matched is a copy.
+fn on_answer(lookups: &mut [Lookup], cands: &[usize], m: &Msg) {
+    let open = |l: &Lookup| {
+        l.txs
+            .iter()
+            .any(|t| t.ts <= m.ts && m.ts.saturating_sub(t.ts) <= MAX_RETRY_GAP_NS)
+    };
+    let pick = cands
+        .iter()
+        .rev()
+        .copied()
+        .find(|&i| {
+            lookups
+                .get(i)
+                .is_some_and(|l| l.client_ip == m.dst.addr && open(l))
+        })
+        .or_else(|| {
+            cands
+                .iter()
+                .rev()
+                .copied()
+                .find(|&i| lookups.get(i).is_some_and(open))
+        });
+    let Some(l) = pick.and_then(|i| lookups.get_mut(i)) else {
+        return;
+    };
+    let Some(tx) = l.txs.iter_mut().rev().find(|t| t.ts <= m.ts) else {
+        return;
+    };
+    match &tx.answer {
+        None => {
+            tx.answer = Some(Answer {
+                frame: m.frame,
+                ts: m.ts,
+                truncated: m.truncated,
+                rcode: m.rcode,
+                answers: m.answers,
+                hash: m.hash,
+            })
+        }
+        Some(a) if a.hash == m.hash && m.ts.saturating_sub(a.ts) <= COPY_WINDOW_NS => {}
+        Some(_) => l.extra_answers += 1,
+    }
+}

@@ -1,0 +1,313 @@
+//! Table tests: synthetic DNS messages → lookups → diagnoses.
+
+use crate::diagnose::{diagnose, Diagnosis, Shape};
+use crate::lookup::build;
+use crate::Msg;
+use pcapsleuth_core::{Endpoint, Severity};
+
+const A: u16 = 1;
+const AAAA: u16 = 28;
+
+fn ep(s: &str) -> Endpoint {
+    let sa: std::net::SocketAddr = s.parse().unwrap();
+    Endpoint {
+        addr: sa.ip(),
+        port: sa.port(),
+    }
+}
+
+/// A message: frame, time (µs), src, dst, id, response, qtype, interface.
+#[allow(clippy::too_many_arguments)]
+fn m(
+    frame: u64,
+    us: i64,
+    src: &str,
+    dst: &str,
+    id: u16,
+    resp: bool,
+    qtype: u16,
+    iface: u32,
+) -> Msg {
+    Msg {
+        frame,
+        ts: us * 1000,
+        interface: iface,
+        tcp: false,
+        stream: Some(u64::from(ep(if resp { dst } else { src }).port)),
+        src: ep(src),
+        dst: ep(dst),
+        id,
+        response: resp,
+        truncated: false,
+        rcode: 0,
+        answers: u16::from(resp),
+        name: 0,
+        qtype,
+        qclass: 1,
+        // The same query bytes hash the same; answers differ from queries.
+        hash: u64::from(id) << 1 | u64::from(resp),
+    }
+}
+
+const C: &str = "192.0.2.50:49937";
+const R: &str = "198.51.100.53:53";
+
+fn run(msgs: Vec<Msg>, end_us: i64) -> Vec<Diagnosis> {
+    diagnose(&build(msgs), &["api.lab.test".to_string()], end_us * 1000)
+}
+
+/// dns-timeout.pcap frames 1-9: the AAAA query lost, glibc re-sends the pair.
+fn pair_lost() -> Vec<Msg> {
+    vec![
+        m(1, 0, C, R, 0x682d, false, A, 0),
+        m(2, 272, C, R, 0x4c28, false, AAAA, 0),
+        m(3, 572, R, C, 0x682d, true, A, 0),
+        m(6, 5_000_484, C, R, 0x682d, false, A, 0),
+        m(7, 5_000_843, R, C, 0x682d, true, A, 0),
+        m(8, 5_000_911, C, R, 0x4c28, false, AAAA, 0),
+        m(9, 5_000_982, R, C, 0x4c28, true, AAAA, 0),
+    ]
+}
+
+#[test]
+fn pair_resent_collateral_is_not_a_loss() {
+    let d = run(pair_lost(), 24_000_000);
+    assert_eq!(d.len(), 1, "{d:#?}");
+    let d = &d[0];
+    assert_eq!(d.shape, Shape::PairResent);
+    assert_eq!(d.severity, Severity::Warning);
+    assert_eq!(d.evidence.unanswered_frames, vec![2]);
+    assert_eq!(d.evidence.retry_frames, vec![8]);
+    assert_eq!(d.evidence.collateral_resend_frames, vec![6]);
+    assert_eq!(d.evidence.answer_frame, Some(9));
+    assert!(d.evidence.ladder.starts_with("glibc default"));
+    assert_eq!(d.evidence.timeout_ms, 5000.0);
+    assert!((d.evidence.time_lost_ms - 5000.639).abs() < 0.001);
+    assert!(d.evidence.same_socket);
+    assert_eq!(d.flow.client_port, 49937);
+    assert!([2, 8].iter().all(|f| d.frames.contains(f)));
+}
+
+#[test]
+fn single_request_reopen_lost_query_is_the_only_evidence() {
+    let a = "192.0.2.50:43051";
+    let b = "192.0.2.50:51325";
+    let msgs = vec![
+        m(25, 0, a, R, 0x1cb7, false, A, 0),
+        m(26, 2_482, R, a, 0x1cb7, true, A, 0),
+        m(27, 2_557, b, R, 0x75ab, false, AAAA, 0),
+    ];
+    let d = run(msgs, 12_000_000);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].shape, Shape::UnansweredNotResent);
+    assert_eq!(d[0].severity, Severity::Warning);
+    assert!(d[0].evidence.sibling_other_socket);
+    assert_eq!(d[0].evidence.unanswered_frames, vec![27]);
+    assert_eq!(d[0].evidence.time_lost_ms, 5000.0);
+    assert_eq!(d[0].flow.client_port, 51325);
+}
+
+#[test]
+fn censoring_table() {
+    // (capture end after the query in ms, expected shape, severity)
+    let table: &[(i64, Shape, Severity)] = &[
+        (300, Shape::Censored, Severity::Info),
+        (4_900, Shape::Censored, Severity::Info),
+        (6_000, Shape::NeverAnswered, Severity::Warning),
+        (20_000, Shape::NeverAnswered, Severity::Warning),
+    ];
+    for &(after, shape, sev) in table {
+        let msgs = vec![
+            m(1, 0, C, R, 1, false, A, 0),
+            m(2, 100, R, C, 1, true, A, 0),
+            m(3, 1_500_000, "192.0.2.50:40000", R, 2, false, AAAA, 0),
+        ];
+        // The AAAA is 1.5 s after the A: no pair, a plain unanswered query.
+        let d = run(msgs, 1_500_000 + after * 1000);
+        assert_eq!(d.len(), 1, "{after}");
+        assert_eq!((d[0].shape, d[0].severity), (shape, sev), "{after}");
+        if shape == Shape::Censored {
+            assert_eq!(d[0].evidence.capture_end_after_query_ms, Some(after as f64));
+            assert!(d[0].evidence.unanswered_frames.is_empty());
+        }
+    }
+}
+
+#[test]
+fn node_capture_copies_count_once_out_of_frame_order() {
+    // Client side (interface 0) and after DNAT (interface 1, resolver
+    // 203.0.113.53); the uplink copy of the re-send has the lower frame number.
+    let up = "203.0.113.53:53";
+    let msgs = vec![
+        m(1, 0, C, R, 0x682d, false, A, 0),
+        m(2, 158, C, R, 0x4c28, false, AAAA, 0),
+        m(3, 453, R, C, 0x682d, true, A, 0),
+        m(4, 99, C, up, 0x682d, false, A, 1),
+        m(5, 420, up, C, 0x682d, true, A, 1),
+        m(14, 5_000_526, C, up, 0x682d, false, A, 1),
+        m(15, 5_000_711, up, C, 0x682d, true, A, 1),
+        m(16, 5_000_807, C, up, 0x4c28, false, AAAA, 1),
+        m(17, 5_000_860, up, C, 0x4c28, true, AAAA, 1),
+        m(10, 5_000_493, C, R, 0x682d, false, A, 0),
+        m(11, 5_000_727, R, C, 0x682d, true, A, 0),
+        m(12, 5_000_798, C, R, 0x4c28, false, AAAA, 0),
+        m(13, 5_000_866, R, C, 0x4c28, true, AAAA, 0),
+    ];
+    let d = run(msgs, 24_000_000);
+    assert_eq!(d.len(), 1, "{d:#?}");
+    let d = &d[0];
+    assert_eq!(d.shape, Shape::PairResent);
+    assert_eq!(d.evidence.transmissions, 2);
+    assert_eq!(d.evidence.unanswered_frames, vec![2]);
+    assert_eq!(d.evidence.retry_frames, vec![12]);
+    assert_eq!(d.evidence.other_sightings, 1);
+    assert_eq!(d.flow.server, "198.51.100.53");
+}
+
+#[test]
+fn ladders_and_failures_table() {
+    // (gaps between transmissions in ms, answered last, shape, severity, ladder prefix)
+    let table: &[(&[i64], bool, Shape, Severity, &str)] = &[
+        (
+            &[2_000],
+            true,
+            Shape::Resent,
+            Severity::Warning,
+            "glibc options timeout:2",
+        ),
+        (
+            &[2_500],
+            true,
+            Shape::Resent,
+            Severity::Warning,
+            "musl default",
+        ),
+        (
+            &[5_000, 5_000],
+            true,
+            Shape::Resent,
+            Severity::Warning,
+            "glibc default",
+        ),
+        (
+            &[5_000],
+            false,
+            Shape::NeverAnswered,
+            Severity::Error,
+            "glibc default",
+        ),
+    ];
+    for &(gaps, answered, shape, sev, ladder) in table {
+        let c6 = "[2001:db8::50]:40001";
+        let r6 = "[2001:db8:53::53]:53";
+        let mut msgs = vec![m(1, 0, c6, r6, 7, false, AAAA, 0)];
+        let mut t = 0;
+        for (k, g) in gaps.iter().enumerate() {
+            t += g * 1000;
+            msgs.push(m(2 + k as u64 * 2, t, c6, r6, 7, false, AAAA, 0));
+        }
+        if answered {
+            msgs.push(m(99, t + 300, r6, c6, 7, true, AAAA, 0));
+        }
+        // Another lookup answered by the resolver: the capture sees both directions.
+        msgs.push(m(100, t + 1_000_000, c6, r6, 9, false, A, 0));
+        msgs.push(m(101, t + 1_000_300, r6, c6, 9, true, A, 0));
+        let d = run(msgs, t + 30_000_000);
+        assert_eq!(d.len(), 1, "{gaps:?}");
+        assert_eq!((d[0].shape, d[0].severity), (shape, sev), "{gaps:?}");
+        assert!(
+            d[0].evidence.ladder.starts_with(ladder),
+            "{gaps:?}: {}",
+            d[0].evidence.ladder
+        );
+        assert_eq!(d[0].evidence.resolver, "[2001:db8:53::53]:53");
+    }
+}
+
+#[test]
+fn one_direction_capture_is_info() {
+    let msgs = vec![
+        m(1, 0, C, R, 1, false, A, 0),
+        m(2, 5_000_000, C, R, 1, false, A, 0),
+    ];
+    let d = run(msgs, 30_000_000);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].severity, Severity::Info);
+    assert_eq!(d[0].evidence.resolver_answers, 0);
+}
+
+#[test]
+fn clean_lookups_are_not_diagnosed() {
+    let msgs = vec![
+        m(1, 0, C, R, 1, false, A, 0),
+        m(2, 0, C, R, 2, false, AAAA, 0),
+        m(3, 300, R, C, 1, true, A, 0),
+        m(4, 400, R, C, 2, true, AAAA, 0),
+        // An exact duplicate of the answer 10 µs later (another interface).
+        m(5, 410, R, C, 2, true, AAAA, 1),
+    ];
+    assert!(run(msgs, 30_000_000).is_empty());
+}
+
+#[test]
+fn render_names_collateral_and_censoring() {
+    let d = run(pair_lost(), 24_000_000);
+    let f = crate::render::render(&d[0]);
+    assert!(f.summary.contains("collateral"), "{}", f.summary);
+    assert_eq!(f.udp_stream, Some(49937));
+    let censored = run(vec![m(1, 0, C, R, 1, false, A, 0)], 1_000);
+    let f = crate::render::render(&censored[0]);
+    assert!(f
+        .summary
+        .contains("still unanswered when the capture ended 1.0 ms after the query"));
+}
+
+#[test]
+fn burst_loss_shape_needs_a_pair_loss_among_many() {
+    // (the lost lookup is the glibc pair?, clean lookups to the resolver, expected shape)
+    let table: &[(bool, usize, bool)] = &[(true, 4, true), (true, 0, false), (false, 4, false)];
+    for &(pair, clean, want) in table {
+        let mut msgs = if pair {
+            pair_lost()
+        } else {
+            vec![
+                m(2, 272, C, R, 0x4c28, false, AAAA, 0),
+                m(8, 1_000_911, C, R, 0x4c28, false, AAAA, 0),
+                m(9, 1_000_982, R, C, 0x4c28, true, AAAA, 0),
+            ]
+        };
+        for k in 0..clean as u64 {
+            let c = format!("192.0.2.50:{}", 40000 + k);
+            let t = 10_000_000 + k as i64 * 1_000_000;
+            msgs.push(m(100 + 2 * k, t, &c, R, 100 + k as u16, false, A, 0));
+            msgs.push(m(101 + 2 * k, t + 300, R, &c, 100 + k as u16, true, A, 0));
+        }
+        let d = run(msgs, 30_000_000);
+        assert_eq!(d.len(), 1, "{pair} {clean}");
+        assert_eq!(d[0].evidence.burst_loss_shape, want, "{pair} {clean}");
+    }
+}
+
+#[test]
+fn hostile_timestamps_and_orders_do_not_panic() {
+    let extremes = [i64::MIN, -1, 0, 1, i64::MAX / 2, i64::MAX];
+    let mut msgs = Vec::new();
+    let mut frame = 0;
+    for &ts in &extremes {
+        for (resp, qtype) in [(false, A), (false, AAAA), (true, A), (true, AAAA)] {
+            frame += 1;
+            let mut x = m(frame, 0, C, R, 7, resp, qtype, 0);
+            if resp {
+                x.src = ep(R);
+                x.dst = ep(C);
+            }
+            x.ts = ts;
+            msgs.push(x);
+        }
+    }
+    for end in extremes {
+        for d in diagnose(&build(msgs.clone()), &[], end) {
+            let _ = crate::render::render(&d);
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! Per packet: latency samples (echo, handshake, request/response, send
+//! path) and the facts that tie an IPv4 and an IPv6 address to one host
+//! (link-layer source address, DNS answers).
+
+use crate::stamp::{stamp_age, StampLayout};
+use pcapsleuth_decode::{dns, IcmpKind, Transport};
+use pcapsleuth_detect::PacketContext;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::IpAddr;
+
+/// Address family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Family {
+    /// IPv4.
+    Ipv4,
+    /// IPv6.
+    Ipv6,
+}
+
+impl Family {
+    /// The family of `a`.
+    pub fn of(a: &IpAddr) -> Family {
+        if a.is_ipv4() {
+            Family::Ipv4
+        } else {
+            Family::Ipv6
+        }
+    }
+    /// "IPv4" / "IPv6".
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Ipv4 => "IPv4",
+            Family::Ipv6 => "IPv6",
+        }
+    }
+    /// The other family.
+    pub fn other(self) -> Family {
+        match self {
+            Family::Ipv4 => Family::Ipv6,
+            Family::Ipv6 => Family::Ipv4,
+        }
+    }
+}
+
+/// What a sample measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Measure {
+    /// ICMP/ICMPv6 echo request → its reply (same id and sequence), on the
+    /// wire at the capture point.
+    IcmpEchoRtt,
+    /// TCP SYN → the ACK of the SYN/ACK (both legs of the handshake, so the
+    /// round trip whichever side the capture was taken on); only
+    /// handshakes with one SYN and one SYN/ACK (Karn).
+    TcpHandshakeRtt,
+    /// First client data after the server's last data → the server's next
+    /// data, on one TCP connection (a request and its answer).
+    TcpRequestResponse,
+    /// Capture time of an echo request − the send timestamp iputils `ping`
+    /// wrote into it just before `sendto()`: the sender's send path.
+    SendPath,
+}
+
+impl Measure {
+    /// Whether the measure is taken on the wire (request → answer) rather
+    /// than inside the sender.
+    pub fn on_wire(self) -> bool {
+        self != Measure::SendPath
+    }
+}
+
+/// One latency sample.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sample {
+    /// What it measures.
+    pub measure: Measure,
+    /// The side that asked (echo requester, TCP client, pinging sender).
+    pub client: IpAddr,
+    /// The side that answered.
+    pub server: IpAddr,
+    /// TCP server port (0 for ICMP).
+    pub server_port: u16,
+    /// The measured time, ns.
+    pub value_ns: i64,
+    /// Timestamp of the first frame, ns.
+    pub start_ns: i64,
+    /// Timestamp of the last frame, ns.
+    pub end_ns: i64,
+    /// The frames it was measured on (request first); 0 = unused slot.
+    pub frames: [u64; 3],
+}
+
+impl Sample {
+    /// The frames it was measured on (request first).
+    pub fn frames(&self) -> impl Iterator<Item = u64> + '_ {
+        self.frames.iter().copied().filter(|f| *f != 0)
+    }
+}
+
+/// DNS server port (RFC 1035 §4.2.1); answers come from it.
+const DNS_PORT: u16 = 53;
+/// Most samples kept per capture (memory bound, about 100 bytes each);
+/// more are dropped.
+pub const MAX_SAMPLES: usize = 500_000;
+/// Most samples kept per measure and (client, server) address pair: ten
+/// thousand samples give the median and p90 as well as more would.
+pub const MAX_SAMPLES_PER_PAIR: u32 = 10_000;
+/// Most outstanding echo requests and TCP connections tracked.
+pub const MAX_PENDING: usize = 200_000;
+/// A second SYN or SYN/ACK within this time of the first is another
+/// sighting of the same packet (another interface of `-i any`, a bridge),
+/// not a retransmission (ns): 100 ms, far below any SYN retransmission
+/// timeout (Linux `TCP_TIMEOUT_INIT` 1 s).
+const COPY_WINDOW_NS: i64 = 100_000_000;
+/// An echo request older than this is replaced by a new one with the same
+/// id and sequence (ns): 60 s.
+const ECHO_REUSE_NS: i64 = 60_000_000_000;
+
+/// Initial TTL / hop limit values of common stacks (Linux, BSD, macOS 64;
+/// Windows 128; network equipment and IPv6 ND 255). A packet captured with
+/// one of them has not crossed a router yet.
+pub fn initial_ttl(ttl: u8) -> bool {
+    matches!(ttl, 64 | 128 | 255)
+}
+
+/// Whether `a` names one host: not unspecified, loopback, multicast,
+/// broadcast or (IPv6) link-local (a link-local address is not what a
+/// dual-stack peer is reached at).
+pub fn host_address(a: &IpAddr) -> bool {
+    match a {
+        IpAddr::V4(v) => {
+            !(v.is_unspecified() || v.is_loopback() || v.is_multicast() || v.is_broadcast())
+        }
+        IpAddr::V6(v) => {
+            let link_local = (v.segments()[0] & 0xffc0) == 0xfe80;
+            !(v.is_unspecified() || v.is_loopback() || v.is_multicast() || link_local)
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone)]
+struct Conn {
+    syn: Option<(u64, i64)>,
+    syns: u32,
+    synack: Option<(u64, i64)>,
+    synacks: u32,
+    established: bool,
+    pending_request: Option<(u64, i64)>,
+}
+
+/// What `on_packet` keeps.
+#[derive(Debug, Default)]
+pub struct Collector {
+    /// Every sample, in capture order.
+    pub samples: Vec<Sample>,
+    /// Per link-layer source address (a MAC), the host addresses it sent
+    /// from with an initial TTL (so not forwarded by a router).
+    pub mac_sources: BTreeMap<[u8; 6], BTreeSet<IpAddr>>,
+    /// Per DNS name (lower case, no trailing dot), the A and AAAA addresses
+    /// answered for it.
+    pub dns_names: BTreeMap<String, BTreeSet<IpAddr>>,
+    /// Per source address: packets with an initial TTL, packets without.
+    pub ttl_seen: HashMap<IpAddr, (u64, u64)>,
+    /// Send stamps decoded, per layout.
+    pub stamp_layouts: BTreeMap<&'static str, u64>,
+    per_pair: HashMap<(Measure, IpAddr, IpAddr), u32>,
+    echo_requests: HashMap<(IpAddr, IpAddr, u16, u16), (u64, i64)>,
+    conns: HashMap<(IpAddr, u16, IpAddr, u16), Conn>,
+}
+
+impl Collector {
+    fn push(&mut self, s: Sample) {
+        if self.samples.len() >= MAX_SAMPLES {
+            return;
+        }
+        let n = self
+            .per_pair
+            .entry((s.measure, s.client, s.server))
+            .or_default();
+        if *n < MAX_SAMPLES_PER_PAIR {
+            *n += 1;
+            self.samples.push(s);
+        }
+    }
+
+    /// Take one packet.
+    pub fn on_packet(&mut self, pkt: &PacketContext<'_>) {
+        let d = pkt.decoded;
+        let Some(ip) = d.ip else { return };
+        let (frame, ts) = (pkt.meta.frame, pkt.meta.ts.0);
+        if d.outer_ip.is_none() && host_address(&ip.src) {
+            let e = self.ttl_seen.entry(ip.src).or_default();
+            if initial_ttl(ip.ttl) {
+                e.0 += 1;
+                if let Some(mac) = d.link.src_mac.filter(unicast_mac) {
+                    self.mac_sources.entry(mac).or_default().insert(ip.src);
+                }
+            } else {
+                e.1 += 1;
+            }
+        }
+        match d.transport {
+            Transport::Icmp(m) => {
+                if let Some(echo) = m.echo {
+                    let request = m.kind == IcmpKind::EchoRequest;
+                    let key = if request {
+                        (ip.src, ip.dst, echo.id, echo.seq)
+                    } else {
+                        (ip.dst, ip.src, echo.id, echo.seq)
+                    };
+                    if request {
+                        self.echo_request(key, frame, ts, echo.data);
+                    } else if m.kind == IcmpKind::EchoReply {
+                        self.echo_reply(key, frame, ts);
+                    }
+                }
+            }
+            Transport::Tcp(t) => {
+                self.tcp(
+                    (ip.src, t.src_port, ip.dst, t.dst_port),
+                    t.flags.syn(),
+                    t.flags.ack(),
+                    t.payload_len,
+                    frame,
+                    ts,
+                );
+            }
+            Transport::Udp(u) if u.src_port == DNS_PORT => {
+                self.dns_answer(u.payload);
+            }
+            _ => {}
+        }
+    }
+
+    fn echo_request(&mut self, key: (IpAddr, IpAddr, u16, u16), frame: u64, ts: i64, data: &[u8]) {
+        let fresh = match self.echo_requests.get(&key) {
+            Some(&(_, t0)) => ts.saturating_sub(t0) > ECHO_REUSE_NS,
+            None => self.echo_requests.len() < MAX_PENDING,
+        };
+        if !fresh {
+            return; // another sighting of the same request
+        }
+        self.echo_requests.insert(key, (frame, ts));
+        if let Some((layout, age)) = stamp_age(data, ts) {
+            *self.stamp_layouts.entry(layout_name(layout)).or_default() += 1;
+            self.push(Sample {
+                measure: Measure::SendPath,
+                client: key.0,
+                server: key.1,
+                server_port: 0,
+                value_ns: age,
+                start_ns: ts,
+                end_ns: ts,
+                frames: [frame, 0, 0],
+            });
+        }
+    }
+
+    fn echo_reply(&mut self, key: (IpAddr, IpAddr, u16, u16), frame: u64, ts: i64) {
+        let Some((req_frame, req_ts)) = self.echo_requests.remove(&key) else {
+            return;
+        };
+        let rtt = ts.saturating_sub(req_ts);
+        if rtt >= 0 {
+            self.push(Sample {
+                measure: Measure::IcmpEchoRtt,
+                client: key.0,
+                server: key.1,
+                server_port: 0,
+                value_ns: rtt,
+                start_ns: req_ts,
+                end_ns: ts,
+                frames: [req_frame, frame, 0],
+            });
+        }
+    }
+
+    fn tcp(
+        &mut self,
+        (src, sport, dst, dport): (IpAddr, u16, IpAddr, u16),
+        syn: bool,
+        ack: bool,
+        payload_len: u32,
+        frame: u64,
+        ts: i64,
+    ) {
+        let forward = (src, sport, dst, dport);
+        let reverse = (dst, dport, src, sport);
+        if syn && !ack {
+            if !self.conns.contains_key(&forward) && self.conns.len() >= MAX_PENDING {
+                return;
+            }
+            let c = self.conns.entry(forward).or_default();
+            if c.synack.is_some() {
+                *c = Conn::default(); // a new connection on the same ports
+            }
+            if !matches!(c.syn, Some((_, t0)) if ts.saturating_sub(t0) <= COPY_WINDOW_NS) {
+                c.syns += 1;
+            }
+            c.syn.get_or_insert((frame, ts));
+            return;
+        }
+        if syn {
+            if let Some(c) = self.conns.get_mut(&reverse) {
+                if !matches!(c.synack, Some((_, t0)) if ts.saturating_sub(t0) <= COPY_WINDOW_NS) {
+                    c.synacks += 1;
+                }
+                c.synack.get_or_insert((frame, ts));
+            }
+            return;
+        }
+        if let Some(c) = self.conns.get_mut(&forward) {
+            // Client → server.
+            let mut sample = None;
+            if !c.established && ack {
+                if let (Some(s), Some(sa)) = (c.syn, c.synack) {
+                    c.established = true;
+                    if c.syns == 1 && c.synacks == 1 && ts >= s.1 {
+                        sample = Some(Sample {
+                            measure: Measure::TcpHandshakeRtt,
+                            client: src,
+                            server: dst,
+                            server_port: dport,
+                            value_ns: ts - s.1,
+                            start_ns: s.1,
+                            end_ns: ts,
+                            frames: [s.0, sa.0, frame],
+                        });
+                    }
+                }
+            }
+            if c.established && payload_len > 0 && c.pending_request.is_none() {
+                c.pending_request = Some((frame, ts));
+            }
+            if let Some(s) = sample {
+                self.push(s);
+            }
+        } else if let Some(c) = self.conns.get_mut(&reverse) {
+            // Server → client.
+            if payload_len == 0 || !c.established {
+                return;
+            }
+            if let Some((req_frame, req_ts)) = c.pending_request.take() {
+                if ts >= req_ts {
+                    self.push(Sample {
+                        measure: Measure::TcpRequestResponse,
+                        client: dst,
+                        server: src,
+                        server_port: sport,
+                        value_ns: ts - req_ts,
+                        start_ns: req_ts,
+                        end_ns: ts,
+                        frames: [req_frame, frame, 0],
+                    });
+                }
+            }
+        }
+    }
+
+    /// A and AAAA answers of a DNS response, filed under the question name.
+    fn dns_answer(&mut self, payload: &[u8]) {
+        let Some(msg) = dns::parse(payload) else {
+            return;
+        };
+        let Some(q) = msg.question else { return };
+        if !msg.header.is_response() || msg.header.rcode() != 0 {
+            return;
+        }
+        if q.qtype != dns::QTYPE_A && q.qtype != dns::QTYPE_AAAA {
+            return;
+        }
+        let addrs = crate::dnsrr::addresses(payload, msg.header.qdcount, msg.header.ancount);
+        if addrs.is_empty() {
+            return;
+        }
+        let name = q
+            .name
+            .labels()
+            .map(|l| String::from_utf8_lossy(l).to_ascii_lowercase())
+            .collect::<Vec<_>>()
+            .join(".");
+        if self.dns_names.len() < MAX_PENDING || self.dns_names.contains_key(&name) {
+            self.dns_names.entry(name).or_default().extend(addrs);
+        }
+    }
+}
+
+fn unicast_mac(m: &[u8; 6]) -> bool {
+    m[0] & 1 == 0 && m.iter().any(|b| *b != 0)
+}
+
+/// The evidence name of a stamp layout.
+pub fn layout_name(l: StampLayout) -> &'static str {
+    match l {
+        StampLayout::Timeval64Le => "timeval64_le",
+        StampLayout::Timeval32Le => "timeval32_le",
+    }
+}

@@ -1,0 +1,229 @@
+//! The decision: triggers → bursts → carriers → [`Diagnosis`] values (plain
+//! data, no prose; [`crate::render`] writes the words).
+
+use crate::{ProbeTimerStall, Trigger, BURST_NS, MAX_GAP_NS, MIN_GAP_NS, RELEASE_NS};
+use pcapsleuth_core::time::ns_to_ms;
+use pcapsleuth_core::{Direction, FrameNo, Severity, StreamId};
+use pcapsleuth_detect::followup::SegRec;
+use pcapsleuth_detect::timer::{match_any, matches_timer};
+use pcapsleuth_detect::{FinishContext, FlowRef};
+use serde::Serialize;
+
+/// What held the bytes back (JSON: the label in `trigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TriggerKind {
+    /// An ICMP frag-needed / PTB from the host to itself (or from the quoted
+    /// packet's own source): the local route MTU refused the segment.
+    #[serde(rename = "self-addressed frag-needed")]
+    SelfAddressedFragNeeded,
+    /// An ICMP frag-needed / PTB from a router.
+    #[serde(rename = "frag-needed")]
+    FragNeeded,
+    /// A zero-window episode the sender probed through, whose re-opening it
+    /// did not act on.
+    #[serde(rename = "zero window")]
+    ZeroWindow,
+}
+
+/// The kernel timer a trigger → carrier gap matches (JSON: the label in `timer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum KernelTimer {
+    /// 200 ms: `TCP_RTO_MIN`, the floor of the RTO and of the probe0 timer.
+    #[serde(rename = "TCP_RTO_MIN 200ms")]
+    RtoMin,
+    /// 400/800/1600/3200/6400 ms: the probe0 timer backing off.
+    #[serde(rename = "probe0 backoff 200/400/800 ms")]
+    Probe0Backoff,
+    /// Another gap ending in a retransmission: the retransmission timer.
+    #[serde(rename = "RTO")]
+    Rto,
+}
+
+impl KernelTimer {
+    /// The label used in evidence and prose.
+    pub const fn label(self) -> &'static str {
+        match self {
+            KernelTimer::RtoMin => "TCP_RTO_MIN 200ms",
+            KernelTimer::Probe0Backoff => "probe0 backoff 200/400/800 ms",
+            KernelTimer::Rto => "RTO",
+        }
+    }
+
+    /// Name the kernel timer a trigger → carrier gap (ns) matches, with the
+    /// tolerances of [`pcapsleuth_detect::timer`].
+    pub fn of_gap(gap_ns: i64, trigger: TriggerKind, carrier: &SegRec) -> Option<KernelTimer> {
+        const MS: i64 = 1_000_000;
+        if matches_timer(gap_ns, 200 * MS) {
+            return Some(KernelTimer::RtoMin);
+        }
+        let backoff = [400 * MS, 800 * MS, 1600 * MS, 3200 * MS, 6400 * MS];
+        if match_any(gap_ns, &backoff).is_some()
+            && (trigger == TriggerKind::ZeroWindow || !carrier.retransmission)
+        {
+            return Some(KernelTimer::Probe0Backoff);
+        }
+        if carrier.retransmission {
+            return Some(KernelTimer::Rto);
+        }
+        None
+    }
+}
+
+/// The `evidence` object of a `probe-timer-stall` finding. Field order is the
+/// JSON key order; see the crate README, section "Evidence".
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProbeTimerStallEvidence {
+    /// What held the bytes back.
+    pub trigger: TriggerKind,
+    /// First trigger frame of the burst, by time.
+    pub trigger_frame: FrameNo,
+    /// Every trigger frame of the burst, ascending.
+    pub trigger_frames: Vec<FrameNo>,
+    /// The frame that finally carried the waiting bytes.
+    pub carrier_frame: FrameNo,
+    /// Trigger → carrier, ms.
+    pub gap_ms: f64,
+    /// The kernel timer the gap matches, if any.
+    pub timer: Option<KernelTimer>,
+    /// Bytes from the waiting offset released within [`RELEASE_NS`] (10 ms)
+    /// of the carrier (at least the carrier's payload).
+    pub bytes_waited: i64,
+    /// Relative sequence of the first waiting byte, bytes.
+    pub waiting_rel_seq: i64,
+    /// The flow table's stall ending at the carrier, ms.
+    pub flow_silent_ms: Option<f64>,
+}
+
+/// One burst of triggers and the late carrier, diagnosed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnosis {
+    /// Always a warning: the application saw a ≈200 ms (or longer) delay.
+    pub severity: Severity,
+    /// The stream.
+    pub stream: StreamId,
+    /// Direction of the sender whose bytes waited.
+    pub dir: Direction,
+    /// The stream's flow (client → server), if known.
+    pub flow: Option<FlowRef>,
+    /// MTU announced by the first trigger (ICMP), bytes.
+    pub mtu: Option<u32>,
+    /// Trigger frames and the carrier, ascending.
+    pub frames: Vec<FrameNo>,
+    /// First trigger's timestamp, ns since the Unix epoch.
+    pub start_ns: i64,
+    /// Carrier's timestamp, ns since the Unix epoch.
+    pub end_ns: i64,
+    /// The evidence object.
+    pub evidence: ProbeTimerStallEvidence,
+}
+
+impl ProbeTimerStall {
+    /// Diagnose every burst of triggers whose waiting bytes left only after
+    /// a silence of 150 ms to 60 s.
+    pub fn diagnose(&self, ctx: &FinishContext) -> Vec<Diagnosis> {
+        self.bursts()
+            .iter()
+            .filter_map(|members| self.diagnose_burst(members, ctx))
+            .collect()
+    }
+
+    /// Cluster triggers of one sender that come in a burst (≤ [`BURST_NS`]
+    /// apart, same kind), each in time order; indices into `triggers`.
+    fn bursts(&self) -> Vec<Vec<usize>> {
+        let mut order: Vec<usize> = (0..self.triggers.len()).collect();
+        order.sort_by_key(|&i| {
+            self.triggers
+                .get(i)
+                .map(|t| (t.stream, t.dir.index(), t.ts, t.frame))
+        });
+        let mut clusters: Vec<Vec<usize>> = Vec::new();
+        for i in order {
+            let Some(t) = self.triggers.get(i) else {
+                continue;
+            };
+            let joins = clusters
+                .last()
+                .and_then(|c| c.last())
+                .and_then(|&j| self.triggers.get(j))
+                .is_some_and(|p| {
+                    p.stream == t.stream
+                        && p.dir == t.dir
+                        && p.kind == t.kind
+                        && t.ts.0.saturating_sub(p.ts.0) <= BURST_NS
+                });
+            match clusters.last_mut() {
+                Some(c) if joins => c.push(i),
+                _ => clusters.push(vec![i]),
+            }
+        }
+        clusters
+    }
+
+    /// The earliest trigger's waiting bytes decide the carrier: the first
+    /// segment (by time) carrying them, 150 ms – 60 s later, with none of the
+    /// sender's data in between.
+    fn diagnose_burst(&self, members: &[usize], ctx: &FinishContext) -> Option<Diagnosis> {
+        let t: &Trigger = self.triggers.get(*members.first()?)?;
+        let carrier = t
+            .segs
+            .iter()
+            .filter(|r| r.covers(t.offset))
+            .min_by_key(|r| (r.ts, r.frame))
+            .copied()?;
+        let gap = carrier.ts.0.saturating_sub(t.ts.0);
+        if !(MIN_GAP_NS..=MAX_GAP_NS).contains(&gap) {
+            return None;
+        }
+        // Silence: nothing else of this sender's data between the trigger and the carrier.
+        if t.segs
+            .iter()
+            .any(|r| r.ts.0 > t.ts.0 && r.ts.0 < carrier.ts.0)
+        {
+            return None;
+        }
+        let released_end = t
+            .segs
+            .iter()
+            .filter(|r| r.ts.0 >= carrier.ts.0 && r.ts.0 <= carrier.ts.0.saturating_add(RELEASE_NS))
+            .map(|r| r.rel_seq + r.payload_len as i64)
+            .max()
+            .unwrap_or(carrier.rel_seq + carrier.payload_len as i64);
+        let bytes_waited = (released_end - t.offset).max(carrier.payload_len as i64);
+        let flow_silent_ns = self
+            .stalls
+            .iter()
+            .find(|s| s.stream == t.stream && s.end_frame == carrier.frame)
+            .map(|s| s.end_ts.0.saturating_sub(s.start_ts.0));
+        let mut trigger_frames: Vec<FrameNo> = members
+            .iter()
+            .filter_map(|i| self.triggers.get(*i).map(|t| t.frame))
+            .collect();
+        trigger_frames.sort_unstable();
+        trigger_frames.dedup();
+        let mut frames = trigger_frames.clone();
+        frames.push(carrier.frame);
+        frames.sort_unstable();
+        frames.dedup();
+        Some(Diagnosis {
+            severity: Severity::Warning,
+            stream: t.stream,
+            dir: t.dir,
+            flow: ctx.flow_ref(t.stream),
+            mtu: t.mtu,
+            frames,
+            start_ns: t.ts.0,
+            end_ns: carrier.ts.0,
+            evidence: ProbeTimerStallEvidence {
+                trigger: t.kind,
+                trigger_frame: t.frame,
+                trigger_frames,
+                carrier_frame: carrier.frame,
+                gap_ms: ns_to_ms(gap),
+                timer: KernelTimer::of_gap(gap, t.kind, &carrier),
+                bytes_waited,
+                waiting_rel_seq: t.offset,
+                flow_silent_ms: flow_silent_ns.map(ns_to_ms),
+            },
+        })
+    }
+}

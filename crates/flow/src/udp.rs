@@ -1,0 +1,421 @@
+//! UDP conversations numbered exactly as Wireshark 4.0's `udp.stream`.
+//!
+//! # `udp.stream` assignment (Wireshark 4.0.17, `dissect` in `epan/dissectors/packet-udp.c`)
+//! - The UDP dissector calls `find_or_create_conversation` for every UDP header
+//!   it dissects and, the first time a conversation has no UDP data attached,
+//!   takes the next id (`init_udp_conversation_data`: `udp_stream_count++`):
+//!   ids are dense, 0-based, in first-seen order, counted apart from `tcp.stream`.
+//! - Conversations are keyed by the unordered address/port pair (the exact
+//!   match of `find_conversation`: both directions are one conversation). There
+//!   is no timeout and no reuse rule: a pair keeps its id for the whole capture.
+//!   Port 0 is an ordinary value.
+//! - A header whose Length field is below 8 gets no id (`dissect` returns
+//!   before the lookup), except IPv6 Length 0, a jumbogram (RFC 2675 §4):
+//!   [`ws_numbers_udp_length`]. A Length beyond the IP payload still gets one.
+//! - A UDP tunnel (VXLAN, Geneve, GTP-U, Teredo, CAPWAP data) is dissected
+//!   outside in: its outer header finds or creates its conversation before
+//!   the inner packet's, and `udp.stream` lists both, outer first
+//!   ([`crate::PacketFlowInfo::outer_udp_stream`]).
+//! - A first IP fragment (offset 0, MF) that cannot be reassembled because
+//!   the snaplen cut it is still dissected (`packet-ip.c`: "First fragment,
+//!   or not fragmented. Dissect what we have here"): its UDP header
+//!   ([`pcapsleuth_decode::Decoded::first_fragment_udp`]) gets an id.
+//! - A UDP header quoted in an ICMP/ICMPv6 error is dissected too
+//!   (`in_error_pkt`): it finds or creates its conversation when all 8 header
+//!   bytes are quoted (`dissect` reads the checksum at offset 6 before the
+//!   lookup; a shorter quote throws) and the quote is not a non-first fragment.
+//! - UDP in IP fragments is dissected once, in the frame that completes the
+//!   reassembly (done by `pcapsleuth-decode`).
+//! - UDP-Lite (IP protocol 136) goes through the same function and shares the
+//!   table and the counter; the decoder does not decode it yet.
+//!
+//! Wireshark also lets other dissectors create conversations (TFTP's wildcard
+//! port, RTP set up by SDP, …), which can merge or split pairs; those side
+//! effects are not copied (`docs/udp-stream-differences.md`).
+
+use crate::{DatagramEvent, FlowEvent, PacketFlowInfo, PacketMeta};
+use pcapsleuth_core::{Direction, Endpoint, FlowKey, FrameNo, StreamId, Timestamp};
+use pcapsleuth_decode::{Decoded, IpHeader, IpVersion, QuotedPacket, UdpDatagram, UdpLayer};
+use std::collections::HashMap;
+
+/// Smallest quoted UDP header (bytes) that Wireshark dissects inside an ICMP
+/// error: `dissect` reads the checksum (offset 6..8) before the conversation lookup.
+pub const WS_MIN_QUOTED_UDP: u32 = 8;
+
+/// Whether Wireshark 4.0 gives a UDP header with Length field `length`
+/// (bytes, header included) a `udp.stream`: `length >= 8`, or an IPv6
+/// jumbogram (`length == 0`, RFC 2675 §4), as in `dissect` (`packet-udp.c`).
+pub fn ws_numbers_udp_length(length: u16, ipv6: bool) -> bool {
+    length >= 8 || (length == 0 && ipv6)
+}
+
+/// One UDP conversation (`udp.stream`), with counters over its datagrams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpConversation {
+    /// `udp.stream`.
+    pub stream: StreamId,
+    /// The sender of the datagram that created the conversation (for one
+    /// created by an ICMP error's quote: the quoted source).
+    pub client: Endpoint,
+    /// The other side.
+    pub server: Endpoint,
+    /// Frame that created the conversation.
+    pub first_frame: FrameNo,
+    /// Its timestamp, ns since the Unix epoch.
+    pub first_ts: Timestamp,
+    /// Last frame that carried one of its datagrams (or the creating frame).
+    pub last_frame: FrameNo,
+    /// Its timestamp, ns since the Unix epoch.
+    pub last_ts: Timestamp,
+    /// Datagrams client→server and server→client: tunnel outer headers and
+    /// unreassembled first fragments count, ICMP quotes do not.
+    pub packets: [u64; 2],
+    /// UDP payload bytes client→server and server→client (from the Length field).
+    pub payload_bytes: [u64; 2],
+}
+
+impl UdpConversation {
+    /// Direction of a datagram from `src` within this conversation.
+    pub fn dir_of(&self, src: Endpoint) -> Direction {
+        if src == self.client {
+            Direction::ClientToServer
+        } else {
+            Direction::ServerToClient
+        }
+    }
+}
+
+/// Result of a conversation lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpLookup {
+    /// `udp.stream`.
+    pub stream: StreamId,
+    /// Direction of the looked-up packet within the conversation.
+    pub dir: Direction,
+    /// The lookup created the conversation.
+    pub created: bool,
+}
+
+/// The UDP conversation table: one entry per unordered address/port pair,
+/// O(conversations) memory: a 112-byte [`UdpConversation`] (x86-64) plus a
+/// 48-byte map entry (key and id) per conversation.
+#[derive(Debug, Clone, Default)]
+pub struct UdpTable {
+    by_key: HashMap<FlowKey, StreamId>,
+    convs: Vec<UdpConversation>,
+}
+
+impl UdpTable {
+    /// An empty table.
+    pub fn new() -> Self {
+        UdpTable::default()
+    }
+
+    /// Find or create the conversation of a packet from `src` to `dst`
+    /// without counting it (an ICMP error's quote).
+    pub fn lookup(
+        &mut self,
+        src: Endpoint,
+        dst: Endpoint,
+        frame: FrameNo,
+        ts: Timestamp,
+    ) -> UdpLookup {
+        let key = FlowKey::new(src, dst);
+        if let Some(&stream) = self.by_key.get(&key) {
+            if let Some(c) = self.convs.get(stream as usize) {
+                return UdpLookup {
+                    stream,
+                    dir: c.dir_of(src),
+                    created: false,
+                };
+            }
+        }
+        let stream = self.convs.len() as StreamId;
+        self.convs.push(UdpConversation {
+            stream,
+            client: src,
+            server: dst,
+            first_frame: frame,
+            first_ts: ts,
+            last_frame: frame,
+            last_ts: ts,
+            packets: [0; 2],
+            payload_bytes: [0; 2],
+        });
+        self.by_key.insert(key, stream);
+        UdpLookup {
+            stream,
+            dir: Direction::ClientToServer,
+            created: true,
+        }
+    }
+
+    /// Find or create the conversation of a datagram from `src` to `dst`
+    /// carrying `payload_len` bytes, and count it.
+    pub fn on_datagram(
+        &mut self,
+        src: Endpoint,
+        dst: Endpoint,
+        frame: FrameNo,
+        ts: Timestamp,
+        payload_len: u32,
+    ) -> UdpLookup {
+        let l = self.lookup(src, dst, frame, ts);
+        if let Some(c) = self.convs.get_mut(l.stream as usize) {
+            let i = l.dir.index();
+            c.packets[i] = c.packets[i].saturating_add(1);
+            c.payload_bytes[i] = c.payload_bytes[i].saturating_add(u64::from(payload_len));
+            c.last_frame = frame;
+            if ts > c.last_ts {
+                c.last_ts = ts;
+            }
+        }
+        l
+    }
+
+    /// The conversation with this `udp.stream`, if any.
+    pub fn get(&self, stream: StreamId) -> Option<&UdpConversation> {
+        usize::try_from(stream).ok().and_then(|i| self.convs.get(i))
+    }
+
+    /// Every conversation, in `udp.stream` order.
+    pub fn conversations(&self) -> &[UdpConversation] {
+        &self.convs
+    }
+
+    /// Number of conversations (the next `udp.stream` id).
+    pub fn len(&self) -> usize {
+        self.convs.len()
+    }
+
+    /// True when no UDP conversation was seen.
+    pub fn is_empty(&self) -> bool {
+        self.convs.is_empty()
+    }
+}
+
+/// The flow table's UDP step for a frame whose innermost transport is UDP:
+/// number the datagram, count it, emit [`FlowEvent::Datagram`]. A Length
+/// field Wireshark rejects ([`ws_numbers_udp_length`]) gets nothing.
+pub(crate) fn on_datagram(
+    table: &mut UdpTable,
+    meta: &PacketMeta,
+    ip: &IpHeader,
+    d: &UdpDatagram<'_>,
+    out: &mut Vec<FlowEvent>,
+) -> PacketFlowInfo {
+    if !ws_numbers_udp_length(d.length, ip.version == IpVersion::V6) {
+        return PacketFlowInfo::default();
+    }
+    let src = Endpoint {
+        addr: ip.src,
+        port: d.src_port,
+    };
+    let dst = Endpoint {
+        addr: ip.dst,
+        port: d.dst_port,
+    };
+    let l = table.on_datagram(src, dst, meta.frame, meta.ts, d.payload_len);
+    out.push(FlowEvent::Datagram(DatagramEvent {
+        stream: l.stream,
+        dir: l.dir,
+        frame: meta.frame,
+        ts: meta.ts,
+        interface: meta.interface,
+        src,
+        dst,
+        payload_len: d.payload_len,
+        captured_len: u32::try_from(d.payload.len()).unwrap_or(u32::MAX),
+        ip_len: ip.total_len,
+        ip_id: ip.ip_id,
+        ttl: ip.ttl,
+        first_in_stream: l.created,
+        fingerprint: crate::PacketFingerprint::udp(ip, d.payload_len, d.payload),
+    }));
+    PacketFlowInfo {
+        udp_stream: Some(l.stream),
+        udp_dir: Some(l.dir),
+        ..PacketFlowInfo::default()
+    }
+}
+
+/// Number and count a UDP header that is not the frame's transport (a
+/// tunnel's outer header, an unreassembled first fragment); no event.
+fn on_layer(table: &mut UdpTable, meta: &PacketMeta, u: &UdpLayer) -> Option<UdpLookup> {
+    if !ws_numbers_udp_length(u.length, u.ip.version == IpVersion::V6) {
+        return None;
+    }
+    let src = Endpoint {
+        addr: u.ip.src,
+        port: u.src_port,
+    };
+    let dst = Endpoint {
+        addr: u.ip.dst,
+        port: u.dst_port,
+    };
+    // Payload bytes from the Length field; a jumbogram's from the IP payload.
+    let payload_len = match u.length {
+        0 => u.ip.total_len.saturating_sub(u.ip.header_len),
+        n => u32::from(n),
+    }
+    .saturating_sub(8);
+    Some(table.on_datagram(src, dst, meta.frame, meta.ts, payload_len))
+}
+
+/// The flow table's UDP step for the outer header of a UDP tunnel
+/// ([`Decoded::outer_udp`]), run before the inner packet's step: its
+/// `udp.stream` (counted as a datagram of that conversation; no event: the
+/// inner packet is the one detectors see).
+pub(crate) fn on_outer(
+    table: &mut UdpTable,
+    meta: &PacketMeta,
+    pkt: &Decoded<'_>,
+) -> Option<StreamId> {
+    let u = pkt.outer_udp.as_ref()?;
+    on_layer(table, meta, u).map(|l| l.stream)
+}
+
+/// The flow table's UDP step for a frame without a decoded transport: a
+/// first fragment that was not reassembled but whose UDP header Wireshark
+/// dissects ([`Decoded::first_fragment_udp`]) gets its `udp.stream`
+/// (counted; no [`FlowEvent::Datagram`], as the payload is incomplete and
+/// the decoder leaves the transport empty).
+pub(crate) fn on_first_fragment(
+    table: &mut UdpTable,
+    meta: &PacketMeta,
+    pkt: &Decoded<'_>,
+) -> PacketFlowInfo {
+    match pkt
+        .first_fragment_udp
+        .as_ref()
+        .and_then(|u| on_layer(table, meta, u))
+    {
+        Some(l) => PacketFlowInfo {
+            udp_stream: Some(l.stream),
+            udp_dir: Some(l.dir),
+            ..PacketFlowInfo::default()
+        },
+        None => PacketFlowInfo::default(),
+    }
+}
+
+/// The flow table's UDP step for an ICMP/ICMPv6 error (a no-op unless it
+/// quotes UDP): the quoted header finds or creates its conversation as
+/// Wireshark's dissection of the quote does (all 8 header bytes quoted, not a
+/// non-first fragment); nothing is counted and no event is emitted.
+pub(crate) fn on_quote(
+    table: &mut UdpTable,
+    meta: &PacketMeta,
+    q: &QuotedPacket,
+) -> PacketFlowInfo {
+    if q.ip.protocol != pcapsleuth_core::ip_protocol::UDP {
+        return PacketFlowInfo::default();
+    }
+    let non_first_fragment = q.ip.fragment.is_some_and(|f| f.offset > 0);
+    let (Some(sp), Some(dp)) = (q.src_port, q.dst_port) else {
+        return PacketFlowInfo::default();
+    };
+    if q.transport_bytes < WS_MIN_QUOTED_UDP || non_first_fragment {
+        return PacketFlowInfo::default();
+    }
+    let src = Endpoint {
+        addr: q.ip.src,
+        port: sp,
+    };
+    let dst = Endpoint {
+        addr: q.ip.dst,
+        port: dp,
+    };
+    let l = table.lookup(src, dst, meta.frame, meta.ts);
+    PacketFlowInfo {
+        udp_stream: Some(l.stream),
+        udp_dir: Some(l.dir),
+        ..PacketFlowInfo::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    fn ep(last: u8, port: u16) -> Endpoint {
+        Endpoint {
+            addr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, last)),
+            port,
+        }
+    }
+
+    #[test]
+    fn both_directions_are_one_conversation_and_ids_are_first_seen_order() {
+        let mut t = UdpTable::new();
+        let a = t.on_datagram(ep(1, 5353), ep(2, 53), 1, Timestamp(10), 30);
+        assert_eq!(
+            (a.stream, a.dir, a.created),
+            (0, Direction::ClientToServer, true)
+        );
+        let b = t.on_datagram(ep(3, 1000), ep(2, 53), 2, Timestamp(20), 30);
+        assert_eq!((b.stream, b.created), (1, true));
+        let r = t.on_datagram(ep(2, 53), ep(1, 5353), 3, Timestamp(30), 90);
+        assert_eq!(
+            (r.stream, r.dir, r.created),
+            (0, Direction::ServerToClient, false)
+        );
+        let c = t.get(0).copied().unwrap_or_else(|| panic!("stream 0"));
+        assert_eq!(c.packets, [1, 1]);
+        assert_eq!(c.payload_bytes, [30, 90]);
+        assert_eq!(
+            (c.first_frame, c.last_frame, c.last_ts),
+            (1, 3, Timestamp(30))
+        );
+        assert_eq!(t.len(), 2);
+    }
+
+    #[test]
+    fn port_zero_and_address_family_are_part_of_the_key() {
+        let mut t = UdpTable::new();
+        assert_eq!(
+            t.on_datagram(ep(1, 0), ep(2, 0), 1, Timestamp(0), 0).stream,
+            0
+        );
+        assert_eq!(
+            t.on_datagram(ep(2, 0), ep(1, 0), 2, Timestamp(0), 0).stream,
+            0
+        );
+        let v6 = |n: u16, port| Endpoint {
+            addr: IpAddr::V6(Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0x0a00, n)),
+            port,
+        };
+        assert_eq!(
+            t.on_datagram(v6(1, 0), v6(2, 0), 3, Timestamp(0), 0).stream,
+            1
+        );
+    }
+
+    #[test]
+    fn a_quote_creates_without_counting() {
+        let mut t = UdpTable::new();
+        let q = t.lookup(ep(1, 40000), ep(9, 33434), 7, Timestamp(70));
+        assert!(q.created);
+        let d = t.on_datagram(ep(9, 33434), ep(1, 40000), 8, Timestamp(80), 0);
+        assert_eq!(
+            (d.stream, d.dir, d.created),
+            (0, Direction::ServerToClient, false)
+        );
+        assert_eq!(t.get(0).map(|c| c.packets), Some([0, 1]));
+    }
+
+    #[test]
+    fn conversation_record_size_is_as_documented() {
+        assert_eq!(std::mem::size_of::<UdpConversation>(), 112);
+    }
+
+    #[test]
+    fn length_rule_follows_wireshark() {
+        assert!(ws_numbers_udp_length(8, false));
+        assert!(!ws_numbers_udp_length(7, false));
+        assert!(!ws_numbers_udp_length(0, false));
+        assert!(ws_numbers_udp_length(0, true));
+        assert!(!ws_numbers_udp_length(5, true));
+    }
+}

@@ -1,0 +1,198 @@
+//! Roll-ups: per stream, per service (server endpoint), per capture.
+
+use crate::model::{CauseTime, LedgerReport, ServiceLedger, StallEntry, StreamLedger};
+use crate::state::{StreamOut, StreamState};
+use crate::{ms, StallCause};
+use pcapsleuth_core::Endpoint;
+use std::collections::HashMap;
+
+type ByCause = [(u64, i64); StallCause::ALL.len()];
+
+/// Add `e` to a stream's output: counted always, kept while under `max`.
+pub(crate) fn push(out: &mut StreamOut, e: StallEntry, max: usize) {
+    let dur = e.end_ns.saturating_sub(e.start_ns);
+    if dur <= 0 {
+        return;
+    }
+    let slot = &mut out.by_cause[e.cause.index()];
+    slot.0 += 1;
+    slot.1 = slot.1.saturating_add(dur);
+    if out.entries.len() < max {
+        out.entries.push(e);
+    } else {
+        out.dropped += 1;
+    }
+}
+
+fn cause_times(by: &ByCause) -> Vec<CauseTime> {
+    StallCause::ALL
+        .iter()
+        .zip(by.iter())
+        .filter(|(_, (n, _))| *n > 0)
+        .map(|(c, (n, ns))| CauseTime {
+            cause: *c,
+            stalls: *n,
+            duration_ms: ms(*ns),
+        })
+        .collect()
+}
+
+fn add(into: &mut ByCause, from: &ByCause) {
+    for (a, b) in into.iter_mut().zip(from.iter()) {
+        a.0 += b.0;
+        a.1 = a.1.saturating_add(b.1);
+    }
+}
+
+/// Human duration: "4.2 s" from one second on, else "41 ms".
+pub(crate) fn human(ns: i64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.1} s", ns as f64 / 1e9)
+    } else {
+        format!("{:.0} ms", ns as f64 / 1e6)
+    }
+}
+
+/// "4.2 s of 4.5 s lost to 3 SYN retransmission timeouts": the causes by
+/// descending time, each with its count.
+pub(crate) fn summary(stall_ns: i64, span_ns: i64, by: &ByCause) -> String {
+    let mut parts: Vec<(StallCause, u64, i64)> = StallCause::ALL
+        .iter()
+        .zip(by.iter())
+        .filter(|(_, (n, _))| *n > 0)
+        .map(|(c, (n, t))| (*c, *n, *t))
+        .collect();
+    parts.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    let list: Vec<String> = parts
+        .iter()
+        .map(|(c, n, t)| {
+            let plural = if *n == 1 { "" } else { "s" };
+            if parts.len() == 1 {
+                format!("{n} {}{plural}", c.label())
+            } else {
+                format!("{n} {}{plural} ({})", c.label(), human(*t))
+            }
+        })
+        .collect();
+    format!(
+        "{} of {} lost to {}",
+        human(stall_ns),
+        human(span_ns),
+        list.join(", ")
+    )
+}
+
+/// Union of the entries' intervals, ns.
+fn union_ns(entries: &[StallEntry]) -> i64 {
+    let mut iv: Vec<(i64, i64)> = entries.iter().map(|e| (e.start_ns, e.end_ns)).collect();
+    iv.sort_unstable();
+    let mut total = 0i64;
+    let mut cur: Option<(i64, i64)> = None;
+    for (s, e) in iv {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total = total.saturating_add(ce.saturating_sub(cs));
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    if let Some((cs, ce)) = cur {
+        total = total.saturating_add(ce.saturating_sub(cs));
+    }
+    total
+}
+
+#[derive(Debug, Default)]
+struct ServiceAcc {
+    connections: u64,
+    stalled: u64,
+    stall_ns: i64,
+    by: ByCause,
+}
+
+/// Everything retired so far.
+#[derive(Debug, Default)]
+pub(crate) struct Rollup {
+    streams: Vec<StreamLedger>,
+    by: ByCause,
+    services: HashMap<Endpoint, ServiceAcc>,
+}
+
+impl Rollup {
+    /// A connection to `server` started.
+    pub fn connection(&mut self, server: Endpoint) {
+        self.services.entry(server).or_default().connections += 1;
+    }
+
+    /// A stream is done: keep its ledger if it stalled.
+    pub fn stream(&mut self, st: StreamState) {
+        let total: i64 = st
+            .out
+            .by_cause
+            .iter()
+            .fold(0i64, |acc, x| acc.saturating_add(x.1));
+        if total == 0 {
+            return;
+        }
+        let mut entries = st.out.entries;
+        entries.sort_by_key(|e| (e.end_ns, e.start_ns));
+        let kept_ns = entries.iter().fold(0i64, |acc, e| {
+            acc.saturating_add(e.end_ns.saturating_sub(e.start_ns))
+        });
+        let dropped_ns = total.saturating_sub(kept_ns);
+        let stall_ns = union_ns(&entries).saturating_add(dropped_ns.max(0));
+        let first = st.first_ts.map_or(0, |t| t.0);
+        let last = st.last_ts.map_or(0, |t| t.0);
+        let span = last.saturating_sub(first).max(0).max(stall_ns);
+        add(&mut self.by, &st.out.by_cause);
+        let svc = self.services.entry(st.server).or_default();
+        svc.stalled += 1;
+        svc.stall_ns = svc.stall_ns.saturating_add(stall_ns);
+        add(&mut svc.by, &st.out.by_cause);
+        self.streams.push(StreamLedger {
+            tcp_stream: st.id,
+            client: st.client,
+            server: st.server,
+            first_ns: first,
+            last_ns: last,
+            duration_ms: ms(last.saturating_sub(first)),
+            stall_ms: ms(stall_ns),
+            time_lost_by_cause: cause_times(&st.out.by_cause),
+            summary: summary(stall_ns, span, &st.out.by_cause),
+            stalls: entries,
+            stalls_dropped: st.out.dropped,
+        });
+    }
+
+    /// The capture's report.
+    pub fn report(mut self, min_stall_ns: i64) -> LedgerReport {
+        self.streams.sort_by_key(|s| s.tcp_stream);
+        let mut services: Vec<ServiceLedger> = self
+            .services
+            .into_iter()
+            .filter(|(_, a)| a.stalled > 0)
+            .map(|(server, a)| ServiceLedger {
+                server,
+                connections: a.connections.max(a.stalled),
+                stalled_connections: a.stalled,
+                stall_ms: ms(a.stall_ns),
+                time_lost_by_cause: cause_times(&a.by),
+            })
+            .collect();
+        services.sort_by(|a, b| {
+            b.stall_ms
+                .total_cmp(&a.stall_ms)
+                .then_with(|| a.server.cmp(&b.server))
+        });
+        let total: i64 = self.by.iter().fold(0i64, |acc, x| acc.saturating_add(x.1));
+        LedgerReport {
+            stall_threshold_ms: ms(min_stall_ns),
+            total_stall_ms: ms(total),
+            time_lost_by_cause: cause_times(&self.by),
+            services,
+            streams: self.streams,
+        }
+    }
+}

@@ -1,0 +1,483 @@
+//! Per-stream bookkeeping: what each side sent, what the peer acknowledged,
+//! the advertised windows, the timer ladders in progress, and where each
+//! direction's current wait began. Small and bounded per stream.
+
+use crate::model::{StallEntry, StallEvidence};
+use crate::StallCause;
+use pcapsleuth_core::{Direction, Endpoint, FrameNo, StreamId, Timestamp};
+use pcapsleuth_flow::SegmentEvent;
+use std::collections::VecDeque;
+
+/// Most unacknowledged data segments remembered per side (for the sizes of
+/// acknowledged segments and the time of each segment's last transmission).
+pub(crate) const MAX_RECENT: usize = 128;
+
+/// Where the capture was taken, judged from the handshake (RFC 9293 §3.5):
+/// at the client the SYN → SYN/ACK gap is the whole round trip and the
+/// client's ACK follows at once; at the server the reverse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Vantage {
+    Unknown,
+    Client,
+    Server,
+    Middle,
+}
+
+/// A frame and its time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Mark {
+    pub frame: FrameNo,
+    pub ts: Timestamp,
+}
+
+/// An ICMP frag-needed / Packet Too Big quoting this side's packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FragNote {
+    pub at: Mark,
+    pub self_addressed: bool,
+}
+
+/// One unacknowledged data segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SegRec {
+    pub seq: i64,
+    pub end: i64,
+    pub ip_len: u32,
+    pub first_tx: Timestamp,
+    pub last_tx: Timestamp,
+}
+
+/// One side of a stream (its own segments, and the ACKs / windows the peer sent about them).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Side {
+    pub seen: bool,
+    pub sent_data: bool,
+    pub syn_count: u32,
+    pub syn_last: Option<Timestamp>,
+    pub syn_prev_gap_ns: i64,
+    /// SND.NXT (relative, SYN and FIN count one).
+    pub nxt: Option<i64>,
+    /// Highest relative ACK the peer sent for this side's bytes.
+    pub acked: Option<i64>,
+    pub fin_sent: bool,
+    pub rst_sent: bool,
+    pub max_payload: u32,
+    pub mss: Option<u16>,
+    /// The window this side last advertised (bytes, scaled when known).
+    pub window: Option<u64>,
+    /// This side last advertised a raw window of 0.
+    pub window_zero: bool,
+    pub zero_mark: Option<Mark>,
+    pub recent: VecDeque<SegRec>,
+    pub largest_acked_ip: u32,
+    /// RTO ladder in progress: the sequence re-sent, its step, the previous gap.
+    pub rto_seq: Option<i64>,
+    pub rto_step: u32,
+    pub rto_prev_gap_ns: i64,
+    /// The cause given to the current retransmission episode.
+    pub episode: Option<StallCause>,
+    /// Index (in the stream's entries) of the episode's first RTO entry.
+    pub episode_idx: Option<usize>,
+    /// Zero-window probes in the current episode and the last one's time.
+    pub probe_step: u32,
+    pub probe_last: Option<Timestamp>,
+    pub probe_prev_gap_ns: i64,
+    /// The peer answered a retransmission with a non-advancing ACK and an open window.
+    pub dupack_open: bool,
+    pub min_rtt_ns: Option<i64>,
+    pub frag: Option<FragNote>,
+    /// Start of this direction's current wait (its last progress).
+    pub wait: Option<Mark>,
+    pub last_seen: Option<Timestamp>,
+}
+
+impl Side {
+    /// A SYN (or SYN/ACK) sent and not yet acknowledged.
+    pub fn syn_pending(&self) -> bool {
+        self.syn_count > 0 && self.acked.is_none_or(|a| a < 1) && !self.rst_sent
+    }
+
+    /// Bytes sent and not acknowledged (0 when the peer never acknowledged).
+    pub fn outstanding(&self) -> i64 {
+        match (self.nxt, self.acked) {
+            (Some(n), Some(a)) => (n - a).max(0),
+            _ => 0,
+        }
+    }
+
+    /// Time of the last transmission of the segment starting at `seq`.
+    pub fn last_tx_of(&self, seq: i64) -> Option<&SegRec> {
+        self.recent.iter().rev().find(|r| r.seq == seq)
+    }
+}
+
+/// What a direction was waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WaitKind {
+    /// Its SYN / SYN-ACK unacknowledged.
+    Syn,
+    /// The peer advertised a zero window.
+    ZeroWindow,
+    /// Data (or a FIN) unacknowledged.
+    Outstanding,
+    /// Its data all acknowledged, and the peer has not answered yet.
+    Answer,
+}
+
+/// A wait ended by a pure ACK: decided on the next segment (Nagle, delayed
+/// ACK or the peer's application).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Provisional {
+    pub dir: Direction,
+    pub start: Mark,
+    pub end: Mark,
+    /// Bytes outstanding were less than one MSS (a Nagle-held write is possible).
+    pub small: bool,
+    /// The sender's SND.NXT when the ACK came.
+    pub nxt: i64,
+    pub window: Option<u64>,
+}
+
+/// Output accumulated for one stream.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct StreamOut {
+    pub entries: Vec<StallEntry>,
+    pub dropped: u64,
+    /// Per cause: (stalls, ns).
+    pub by_cause: [(u64, i64); StallCause::ALL.len()],
+}
+
+/// One stream.
+#[derive(Debug, Clone)]
+pub(crate) struct StreamState {
+    pub id: StreamId,
+    pub client: Endpoint,
+    pub server: Endpoint,
+    pub first_ts: Option<Timestamp>,
+    pub last_ts: Option<Timestamp>,
+    pub sides: [Side; 2],
+    pub last_data_dir: Option<Direction>,
+    /// Direction of the stream's first data: its sender is the initiator,
+    /// the other side the responder (whose late data is application time).
+    pub first_data_dir: Option<Direction>,
+    pub hs_syn: Option<Timestamp>,
+    pub hs_synack: Option<Timestamp>,
+    pub hs_ack: Option<Timestamp>,
+    pub pending: Option<Provisional>,
+    pub out: StreamOut,
+}
+
+impl StreamState {
+    pub fn new(id: StreamId, client: Endpoint, server: Endpoint) -> Self {
+        StreamState {
+            id,
+            client,
+            server,
+            first_ts: None,
+            last_ts: None,
+            sides: [Side::default(), Side::default()],
+            last_data_dir: None,
+            first_data_dir: None,
+            hs_syn: None,
+            hs_synack: None,
+            hs_ack: None,
+            pending: None,
+            out: StreamOut::default(),
+        }
+    }
+
+    pub fn side(&self, d: Direction) -> &Side {
+        &self.sides[d.index()]
+    }
+
+    /// Handshake round trip seen at the capture point, ns (SYN → SYN/ACK → ACK).
+    pub fn handshake_rtt_ns(&self) -> Option<i64> {
+        let (a, b) = self.handshake_halves()?;
+        Some(a.saturating_add(b))
+    }
+
+    fn handshake_halves(&self) -> Option<(i64, i64)> {
+        let (s, sa, a) = (self.hs_syn?, self.hs_synack?, self.hs_ack?);
+        let x = sa.0.saturating_sub(s.0);
+        let y = a.0.saturating_sub(sa.0);
+        (x >= 0 && y >= 0).then_some((x, y))
+    }
+
+    /// Round trip estimate, ns: the handshake, else the larger of the two
+    /// sides' smallest ACK RTTs.
+    pub fn rtt_ns(&self) -> Option<i64> {
+        self.handshake_rtt_ns().or_else(|| {
+            let a = self.sides[0].min_rtt_ns;
+            let b = self.sides[1].min_rtt_ns;
+            a.max(b)
+        })
+    }
+
+    /// Whether `d` is the responder's direction (the side that did not send
+    /// the stream's first data): only its late data is application time;
+    /// the initiator's next request after an answer is idle time.
+    pub fn is_response(&self, d: Direction) -> bool {
+        self.first_data_dir.is_some_and(|f| f != d)
+    }
+
+    /// Whether the capture point is at the receiver of `d`'s data: the
+    /// handshake says so ([`Vantage`]), or the receiver's ACKs follow `d`'s
+    /// data in under a quarter of the handshake round trip (the ACK delay is
+    /// then the receiver's own, not the path's).
+    pub fn captured_at_receiver(&self, d: Direction) -> bool {
+        let by_handshake = matches!(
+            (self.vantage(), d),
+            (Vantage::Server, Direction::ClientToServer)
+                | (Vantage::Client, Direction::ServerToClient)
+        );
+        let by_ack = match (self.side(d).min_rtt_ns, self.handshake_rtt_ns()) {
+            (Some(a), Some(h)) => h > 0 && a.saturating_mul(4) < h,
+            _ => false,
+        };
+        by_handshake || by_ack
+    }
+
+    /// Where the capture was taken (see [`Vantage`]).
+    pub fn vantage(&self) -> Vantage {
+        match self.handshake_halves() {
+            Some((x, y)) if x > 4 * y => Vantage::Client,
+            Some((x, y)) if y > 4 * x => Vantage::Server,
+            Some(_) => Vantage::Middle,
+            None => Vantage::Unknown,
+        }
+    }
+
+    /// The wait `d` is in, judged from the state before the current segment.
+    pub fn wait_kind(&self, d: Direction) -> Option<WaitKind> {
+        let side = self.side(d);
+        let peer = self.side(d.reverse());
+        if side.rst_sent || peer.rst_sent {
+            return None;
+        }
+        if side.syn_pending() {
+            return Some(WaitKind::Syn);
+        }
+        if peer.window_zero && side.sent_data {
+            return Some(WaitKind::ZeroWindow);
+        }
+        if side.outstanding() > 0 {
+            return Some(WaitKind::Outstanding);
+        }
+        if self.last_data_dir == Some(d) && !side.fin_sent && !peer.fin_sent {
+            return Some(WaitKind::Answer);
+        }
+        None
+    }
+
+    /// Whether `seg` is progress for direction `d`: `d` sent something that
+    /// is not a pure ACK, or the peer acknowledged more of `d`'s bytes,
+    /// opened or closed its window, answered `d`'s SYN, reset, or answered
+    /// `d`'s acknowledged request.
+    pub fn is_progress(&self, d: Direction, seg: &SegmentEvent) -> bool {
+        let f = seg.flags;
+        if seg.dir == d {
+            return f.syn() || f.fin() || f.rst() || seg.payload_len > 0 || is_probe(seg);
+        }
+        let side = self.side(d);
+        let peer = self.side(d.reverse());
+        let ack_adv = f.ack()
+            && seg
+                .rel_ack
+                .is_some_and(|a| side.acked.is_none_or(|x| a > x) && side.nxt.is_some());
+        let win_flip = (seg.window_raw == 0) != peer.window_zero;
+        let answer = (seg.payload_len > 0 || f.fin())
+            && side.outstanding() == 0
+            && self.last_data_dir == Some(d);
+        ack_adv || win_flip || f.rst() || (f.syn() && side.syn_pending()) || answer
+    }
+
+    /// Apply `seg` to the state (after the waits it ends were classified).
+    pub fn apply(&mut self, seg: &SegmentEvent) {
+        self.first_ts.get_or_insert(seg.ts);
+        self.last_ts = Some(self.last_ts.map_or(seg.ts, |t| t.max(seg.ts)));
+        self.note_handshake(seg);
+        let d = seg.dir;
+        self.apply_peer_ack(d.reverse(), seg);
+        let peer_zero = self.sides[d.reverse().index()].zero_mark;
+        let s = &mut self.sides[d.index()];
+        s.seen = true;
+        s.last_seen = Some(seg.ts);
+        let f = seg.flags;
+        if f.syn() {
+            if let Some(prev) = s.syn_last {
+                s.syn_prev_gap_ns = seg.ts.0.saturating_sub(prev.0);
+            }
+            s.syn_count += 1;
+            s.syn_last = Some(seg.ts);
+            s.mss = seg.mss.or(s.mss);
+        }
+        if f.rst() {
+            s.rst_sent = true;
+        }
+        if f.fin() {
+            s.fin_sent = true;
+        }
+        let end =
+            seg.rel_seq + i64::from(seg.payload_len) + i64::from(f.syn()) + i64::from(f.fin());
+        s.nxt = Some(s.nxt.map_or(end, |n| n.max(end)));
+        if seg.payload_len > 0 {
+            s.sent_data = true;
+            s.max_payload = s.max_payload.max(seg.payload_len);
+            self.last_data_dir = Some(d);
+            self.first_data_dir.get_or_insert(d);
+            note_tx(s, seg);
+        }
+        if is_probe(seg) {
+            let since = s.probe_last.or(peer_zero.map(|m| m.ts));
+            if let Some(prev) = since {
+                s.probe_prev_gap_ns = seg.ts.0.saturating_sub(prev.0);
+            }
+            s.probe_step += 1;
+            s.probe_last = Some(seg.ts);
+        }
+        // The window this side advertises.
+        s.window = seg.window_bytes.or(s.window);
+        let zero = seg.window_raw == 0 && !f.syn() && !f.rst();
+        if zero && !s.window_zero {
+            s.zero_mark = Some(Mark {
+                frame: seg.frame,
+                ts: seg.ts,
+            });
+        }
+        s.window_zero = zero;
+        if !zero {
+            // The peer's probe ladder ends when this side opens its window.
+            let p = &mut self.sides[d.reverse().index()];
+            p.probe_step = 0;
+            p.probe_last = None;
+        }
+    }
+
+    fn note_handshake(&mut self, seg: &SegmentEvent) {
+        let f = seg.flags;
+        match seg.dir {
+            Direction::ClientToServer if f.syn() && !f.ack() && self.hs_synack.is_none() => {
+                self.hs_syn = Some(seg.ts)
+            }
+            Direction::ServerToClient if f.syn() && f.ack() && self.hs_synack.is_none() => {
+                self.hs_synack = Some(seg.ts)
+            }
+            Direction::ClientToServer
+                if !f.syn() && f.ack() && self.hs_synack.is_some() && self.hs_ack.is_none() =>
+            {
+                self.hs_ack = Some(seg.ts)
+            }
+            _ => {}
+        }
+    }
+
+    /// `seg` (sent by the peer of `d`) acknowledges `d`'s bytes.
+    fn apply_peer_ack(&mut self, d: Direction, seg: &SegmentEvent) {
+        let s = &mut self.sides[d.index()];
+        let Some(a) = seg.rel_ack.filter(|_| seg.flags.ack()) else {
+            return;
+        };
+        if let Some(rtt) = seg.ack_rtt_ns.filter(|r| *r > 0) {
+            s.min_rtt_ns = Some(s.min_rtt_ns.map_or(rtt, |m| m.min(rtt)));
+        }
+        let advanced = s.acked.is_none_or(|x| a > x);
+        if advanced {
+            s.acked = Some(a);
+            while let Some(r) = s.recent.front() {
+                if r.end > a {
+                    break;
+                }
+                if r.first_tx == r.last_tx {
+                    s.largest_acked_ip = s.largest_acked_ip.max(r.ip_len);
+                }
+                s.recent.pop_front();
+            }
+            s.rto_seq = None;
+            s.rto_step = 0;
+            s.episode = None;
+            s.episode_idx = None;
+            s.dupack_open = false;
+        } else if s.rto_step > 0
+            && seg.payload_len == 0
+            && seg.window_raw > 0
+            && s.outstanding() > 0
+        {
+            s.dupack_open = true;
+        }
+    }
+}
+
+/// A zero-window probe or keep-alive (our verdict: Linux probes carry seq = SND.UNA − 1).
+pub(crate) fn is_probe(seg: &SegmentEvent) -> bool {
+    seg.analysis.zero_window_probe || seg.analysis.keep_alive
+}
+
+fn note_tx(s: &mut Side, seg: &SegmentEvent) {
+    let seq = seg.rel_seq;
+    let end = seq + i64::from(seg.payload_len);
+    if let Some(r) = s.recent.iter_mut().rev().find(|r| r.seq == seq) {
+        r.last_tx = seg.ts;
+        r.ip_len = seg.ip_len;
+        r.end = r.end.max(end);
+        return;
+    }
+    if s.acked.is_some_and(|a| end <= a) {
+        return;
+    }
+    if s.recent.len() >= MAX_RECENT {
+        s.recent.pop_front();
+    }
+    let rec = SegRec {
+        seq,
+        end,
+        ip_len: seg.ip_len,
+        first_tx: seg.ts,
+        last_tx: seg.ts,
+    };
+    // Keep the deque ordered by sequence (retransmissions of other geometry are rare).
+    let pos = s
+        .recent
+        .iter()
+        .rposition(|r| r.seq < seq)
+        .map_or(0, |p| p + 1);
+    s.recent.insert(pos, rec);
+}
+
+/// Longest wait a timer-driven cause may explain, ns: twice Linux
+/// `TCP_RTO_MAX` (120 s, `include/net/tcp.h`), the cap of every RTO, SYN and
+/// probe0 backoff. Longer waits in captures are clock jumps (crafted or
+/// merged files) or idle peers, not timers.
+pub(crate) const TIMER_CEILING_NS: i64 = 2 * crate::TCP_RTO_MAX_NS;
+
+/// A finished entry for stream `st` (a timer-driven cause over
+/// [`TIMER_CEILING_NS`] becomes `unknown`).
+pub(crate) fn entry(
+    st: &StreamState,
+    dir: Direction,
+    cause: StallCause,
+    (start, end): (Mark, Mark),
+    evidence: StallEvidence,
+) -> StallEntry {
+    let dur = end.ts.0.saturating_sub(start.ts.0);
+    let (cause, evidence) = if cause.is_timer_driven() && dur > TIMER_CEILING_NS {
+        let e = StallEvidence {
+            rule: "wait longer than any TCP timer can last (2 × TCP_RTO_MAX): a clock jump or an idle peer",
+            ..evidence
+        };
+        (StallCause::Unknown, e)
+    } else {
+        (cause, evidence)
+    };
+    StallEntry {
+        tcp_stream: st.id,
+        dir,
+        cause,
+        start_frame: start.frame,
+        end_frame: end.frame,
+        start_ns: start.ts.0,
+        end_ns: end.ts.0,
+        duration_ms: crate::ms(dur),
+        open_at_capture_end: false,
+        evidence,
+    }
+}

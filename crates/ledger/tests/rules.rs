@@ -1,0 +1,389 @@
+//! One table test per attribution rule, on synthetic flow events
+//! (`pcapsleuth_detect::synth`: stream 0, client 192.0.2.10 → server
+//! 198.51.100.10, times in ms from `T0`).
+
+use pcapsleuth_core::Direction;
+use pcapsleuth_decode::TcpFlags;
+use pcapsleuth_detect::synth::{at, frag_needed, segment, v4_pair, C2S, S2C};
+use pcapsleuth_flow::{FlowEvent, FlowStarted, SegmentEvent};
+use pcapsleuth_ledger::{LedgerReport, StallCause, StallEntry, StallLedger, TimerKind};
+
+const ISN_C: u32 = 1000;
+const ISN_S: u32 = 5000;
+const SYN: u16 = TcpFlags::SYN;
+const ACK: u16 = TcpFlags::ACK;
+
+/// A script of segments: (direction, ms, rel_seq, len, rel_ack, flags, window bytes).
+struct Script {
+    frame: u64,
+    events: Vec<FlowEvent>,
+}
+
+impl Script {
+    fn new() -> Self {
+        let (client, server) = v4_pair(40000, 80);
+        Script {
+            frame: 0,
+            events: vec![FlowEvent::FlowStarted(FlowStarted {
+                stream: 0,
+                client,
+                server,
+                frame: 1,
+                ts: at(0.0),
+            })],
+        }
+    }
+
+    fn next_frame(&mut self) -> u64 {
+        self.frame += 1;
+        self.frame
+    }
+
+    /// One segment; `ack` is the relative ACK (None: no ACK flag).
+    fn seg(
+        &mut self,
+        dir: Direction,
+        t: f64,
+        seq: i64,
+        len: u32,
+        ack: Option<i64>,
+    ) -> &mut SegmentEvent {
+        let f = self.next_frame();
+        let isn = if dir == C2S { ISN_C } else { ISN_S };
+        let s = SegmentEvent {
+            flags: TcpFlags(if ack.is_some() { ACK } else { 0 }),
+            rel_ack: ack,
+            ..segment(dir, f, at(t), isn, seq, len)
+        };
+        self.events.push(FlowEvent::Segment(s));
+        match self.events.last_mut() {
+            Some(FlowEvent::Segment(s)) => s,
+            _ => unreachable!(),
+        }
+    }
+
+    /// SYN at `t`, SYN/ACK at `t + rtt`, ACK at `t + rtt + ack_after` (ms).
+    fn handshake(&mut self, t: f64, rtt: f64, ack_after: f64) {
+        self.syn(t);
+        let sa = self.seg(S2C, t + rtt, 0, 0, Some(1));
+        sa.flags = TcpFlags(SYN | ACK);
+        sa.mss = Some(1460);
+        self.seg(C2S, t + rtt + ack_after, 1, 0, Some(1));
+    }
+
+    fn syn(&mut self, t: f64) {
+        let s = self.seg(C2S, t, 0, 0, None);
+        s.flags = TcpFlags(SYN);
+        s.mss = Some(1460);
+    }
+
+    fn run(&self) -> LedgerReport {
+        let mut l = StallLedger::new();
+        for e in &self.events {
+            l.on_event(e);
+        }
+        l.finish()
+    }
+}
+
+fn stalls(r: &LedgerReport) -> Vec<StallEntry> {
+    r.streams.iter().flat_map(|s| s.stalls.clone()).collect()
+}
+
+fn only(r: &LedgerReport) -> StallEntry {
+    let s = stalls(r);
+    assert_eq!(s.len(), 1, "{s:#?}");
+    s[0].clone()
+}
+
+#[test]
+fn syn_retransmission_timeout_ladder() {
+    // (SYN times ms, expected per step ms)
+    let table: &[(&[f64], &[f64])] = &[
+        (&[0.0, 1016.0], &[1000.0]),
+        (&[0.0, 1016.0, 3032.0], &[1000.0, 2000.0]),
+        (&[0.0, 1016.0, 2040.0, 3064.0], &[1000.0, 1000.0, 1000.0]),
+        (&[0.0, 2950.0], &[3000.0]),
+    ];
+    for (syns, expected) in table {
+        let mut s = Script::new();
+        for &t in *syns {
+            s.syn(t);
+        }
+        let last = syns[syns.len() - 1];
+        let sa = s.seg(S2C, last + 0.2, 0, 0, Some(1));
+        sa.flags = TcpFlags(SYN | ACK);
+        let r = s.run();
+        let got = stalls(&r);
+        assert_eq!(got.len(), expected.len(), "{syns:?}: {got:#?}");
+        for (i, (e, want)) in got.iter().zip(expected.iter()).enumerate() {
+            assert_eq!(e.cause, StallCause::SynTimeout);
+            assert_eq!(e.dir, C2S);
+            assert_eq!(e.evidence.timer, Some(TimerKind::SynRto));
+            assert_eq!(e.evidence.step, Some(i as u32 + 1));
+            assert_eq!(e.evidence.expected_ms, Some(*want), "{syns:?} step {i}");
+            assert_eq!(e.evidence.matches_timer, Some(true));
+        }
+    }
+}
+
+#[test]
+fn data_rto_backoff_steps() {
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 10.0, 1, 100, Some(1));
+    s.seg(C2S, 225.0, 1, 100, Some(1));
+    s.seg(C2S, 655.0, 1, 100, Some(1));
+    s.seg(S2C, 655.3, 1, 0, Some(101));
+    let r = s.run();
+    let got = stalls(&r);
+    assert_eq!(got.len(), 2, "{got:#?}");
+    assert!(got.iter().all(|e| e.cause == StallCause::DataRto));
+    assert_eq!(got[0].evidence.step, Some(1));
+    assert_eq!(got[1].evidence.step, Some(2));
+    assert_eq!(got[1].evidence.expected_ms, Some(430.0));
+    assert_eq!(got[1].evidence.matches_timer, Some(true));
+}
+
+#[test]
+fn tail_loss_probe_resends_the_last_segment() {
+    let mut s = Script::new();
+    s.handshake(0.0, 10.0, 0.01);
+    s.seg(C2S, 20.0, 1, 1000, Some(1));
+    s.seg(C2S, 20.1, 1001, 1000, Some(1));
+    // No ACK: the probe re-sends the last segment, not SND.UNA.
+    s.seg(C2S, 70.0, 1001, 1000, Some(1));
+    let e = only(&s.run());
+    assert_eq!(e.cause, StallCause::TailLossProbe);
+    assert_eq!(e.evidence.timer, Some(TimerKind::Tlp));
+}
+
+#[test]
+fn probe0_behind_a_zero_window_then_receiver_zero_window() {
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 10.0, 1, 1000, Some(1));
+    let z = s.seg(S2C, 10.2, 1, 0, Some(1001));
+    z.window_raw = 0;
+    z.window_bytes = Some(0);
+    let p = s.seg(C2S, 220.0, 1000, 0, Some(1));
+    p.analysis.zero_window_probe = true;
+    let p = s.seg(C2S, 650.0, 1000, 0, Some(1));
+    p.analysis.zero_window_probe = true;
+    // The window opens at 900 ms.
+    s.seg(S2C, 900.0, 1, 0, Some(1001));
+    let got = stalls(&s.run());
+    let causes: Vec<_> = got.iter().map(|e| e.cause).collect();
+    assert_eq!(
+        causes,
+        [
+            StallCause::Probe0,
+            StallCause::Probe0,
+            StallCause::ReceiverZeroWindow
+        ],
+        "{got:#?}"
+    );
+    assert_eq!(got[0].evidence.step, Some(1));
+    assert_eq!(got[1].evidence.step, Some(2));
+    assert_eq!(got[0].evidence.trigger_frame, Some(5));
+}
+
+#[test]
+fn probe0_behind_a_window_smaller_than_the_segment() {
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 10.0, 1, 1000, Some(1));
+    let w = s.seg(S2C, 10.2, 1, 0, Some(1001));
+    w.window_bytes = Some(100);
+    w.window_raw = 100;
+    // tcp_write_wakeup sends exactly the window after the probe timer.
+    s.seg(C2S, 220.0, 1001, 100, Some(1));
+    let e = only(&s.run());
+    assert_eq!(e.cause, StallCause::Probe0);
+    assert_eq!(e.evidence.window_bytes, Some(100));
+    assert_eq!(e.evidence.segment_bytes, Some(100));
+}
+
+#[test]
+fn probe0_after_self_addressed_frag_needed() {
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    // The server's request, acknowledged at once by the client.
+    s.seg(S2C, 10.0, 1, 100, Some(1));
+    s.seg(C2S, 10.1, 1, 0, Some(101));
+    let (c, srv) = v4_pair(40000, 80);
+    let f = s.next_frame();
+    s.events.push(FlowEvent::IcmpError(frag_needed(
+        f,
+        at(12.0),
+        c.addr,
+        (c, srv),
+        1,
+    )));
+    // The answer leaves ≈207 ms later (probe0 timer).
+    s.seg(C2S, 219.0, 1, 1348, Some(101));
+    let e = only(&s.run());
+    assert_eq!(e.cause, StallCause::Probe0);
+    assert_eq!(e.dir, C2S);
+    assert_eq!(e.evidence.trigger_frame, Some(f));
+}
+
+#[test]
+fn nagle_held_until_the_delayed_ack() {
+    // (delay of the peer's ACK ms, follow-up after it ms, expected cause)
+    let table: &[(f64, f64, Option<StallCause>)] = &[
+        (41.5, 0.05, Some(StallCause::NagleDelayedAck)),
+        (200.0, 0.05, Some(StallCause::NagleDelayedAck)),
+        // No follow-up: nobody waited for that ACK.
+        (41.5, 300.0, None),
+    ];
+    for &(delay, follow, want) in table {
+        let mut s = Script::new();
+        s.handshake(0.0, 0.2, 0.01);
+        s.seg(C2S, 10.0, 1, 8, Some(1));
+        s.seg(S2C, 10.0 + delay, 1, 0, Some(9));
+        s.seg(C2S, 10.0 + delay + follow, 9, 200, Some(1));
+        let got = stalls(&s.run());
+        let first = got.first().map(|e| e.cause);
+        assert_eq!(first, want, "{delay} {follow}: {got:#?}");
+        if want.is_some() {
+            assert_eq!(got[0].evidence.timer, Some(TimerKind::DelayedAck));
+            assert_eq!(got[0].evidence.matches_timer, Some(true));
+        }
+    }
+}
+
+#[test]
+fn missing_zero_window_when_retransmissions_get_open_window_dupacks() {
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 10.0, 1, 1000, Some(1));
+    s.seg(C2S, 225.0, 1, 1000, Some(1));
+    // The receiver answers the retransmission without taking it, window open.
+    s.seg(S2C, 225.2, 1, 0, Some(1));
+    s.seg(C2S, 655.0, 1, 1000, Some(1));
+    let got = stalls(&s.run());
+    assert!(
+        got.iter()
+            .filter(|e| e.evidence.timer == Some(TimerKind::Rto))
+            .all(|e| e.cause == StallCause::MissingZeroWindow),
+        "{got:#?}"
+    );
+}
+
+#[test]
+fn path_mtu_after_frag_needed_and_black_hole() {
+    // frag-needed quoting the segment.
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    let d = s.seg(C2S, 10.0, 1, 1448, Some(1));
+    d.ip_len = 1500;
+    let (c, srv) = v4_pair(40000, 80);
+    let f = s.next_frame();
+    s.events.push(FlowEvent::IcmpError(frag_needed(
+        f,
+        at(10.1),
+        "198.51.100.1".parse().unwrap(),
+        (c, srv),
+        1,
+    )));
+    s.seg(C2S, 225.0, 1, 1448, Some(1)).ip_len = 1500;
+    let e = only(&s.run());
+    assert_eq!(e.cause, StallCause::PathMtu);
+    assert_eq!(e.evidence.trigger_frame, Some(f));
+    // Black hole: the peer's heartbeats pass, the big segment never does.
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 10.0, 1, 1448, Some(1)).ip_len = 1500;
+    s.seg(S2C, 100.0, 1, 17, Some(1));
+    s.seg(C2S, 225.0, 1, 1448, Some(18)).ip_len = 1500;
+    s.seg(S2C, 400.0, 18, 17, Some(1));
+    s.seg(C2S, 655.0, 1, 1448, Some(35)).ip_len = 1500;
+    let got = stalls(&s.run());
+    let rto: Vec<_> = got.iter().filter(|e| e.dir == C2S).collect();
+    assert_eq!(rto.len(), 2, "{got:#?}");
+    assert!(
+        rto.iter().all(|e| e.cause == StallCause::PathMtu),
+        "{got:#?}"
+    );
+}
+
+#[test]
+fn application_time_peer_and_own() {
+    // (handshake: rtt, ack_after; expected cause for the server's late answer)
+    let table: &[(f64, f64, StallCause)] = &[
+        // At the client: SYN → SYN/ACK is the round trip.
+        (5.0, 0.01, StallCause::PeerApplication),
+        // At the server: the client's ACK comes one round trip after the SYN/ACK.
+        (0.01, 5.0, StallCause::OwnApplication),
+    ];
+    for &(rtt, ack_after, want) in table {
+        let mut s = Script::new();
+        s.handshake(0.0, rtt, ack_after);
+        s.seg(C2S, 20.0, 1, 100, Some(1));
+        s.seg(S2C, 20.1, 1, 0, Some(101));
+        s.seg(S2C, 320.0, 1, 500, Some(101));
+        let e = only(&s.run());
+        assert_eq!(e.cause, want);
+        assert_eq!(e.dir, S2C);
+    }
+}
+
+#[test]
+fn idle_time_is_not_a_stall() {
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 10.0, 1, 100, Some(1));
+    s.seg(S2C, 10.5, 1, 50, Some(101));
+    s.seg(C2S, 10.6, 101, 0, Some(51));
+    // The client's next request 5 s later: nobody waited.
+    s.seg(C2S, 5000.0, 101, 100, Some(51));
+    s.seg(S2C, 5000.5, 51, 50, Some(201));
+    let got = stalls(&s.run());
+    assert!(got.is_empty(), "{got:#?}");
+}
+
+#[test]
+fn capture_gap_when_the_ack_covers_unseen_bytes() {
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 10.0, 1, 100, Some(1));
+    let a = s.seg(S2C, 500.0, 1, 0, Some(301));
+    a.analysis.ack_lost_segment = true;
+    let e = only(&s.run());
+    assert_eq!(e.cause, StallCause::CaptureGap);
+}
+
+#[test]
+fn unknown_when_refused_after_a_wait() {
+    let mut s = Script::new();
+    s.syn(0.0);
+    let r = s.seg(S2C, 500.0, 0, 0, Some(1));
+    r.flags = TcpFlags(TcpFlags::RST | ACK);
+    let e = only(&s.run());
+    assert_eq!(e.cause, StallCause::Unknown);
+}
+
+#[test]
+fn rollups_and_summary() {
+    let mut s = Script::new();
+    s.syn(0.0);
+    s.syn(1016.0);
+    s.syn(3032.0);
+    s.syn(7100.0);
+    let sa = s.seg(S2C, 7100.2, 0, 0, Some(1));
+    sa.flags = TcpFlags(SYN | ACK);
+    let r = s.run();
+    let st = r.stream(0).expect("stream 0 stalled");
+    assert_eq!(
+        st.summary,
+        "7.1 s of 7.1 s lost to 3 SYN retransmission timeouts"
+    );
+    assert_eq!(r.time_lost_by_cause.len(), 1);
+    assert_eq!(r.time_lost_by_cause[0].stalls, 3);
+    assert_eq!(r.services.len(), 1);
+    assert_eq!(r.services[0].stalled_connections, 1);
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["time_lost_by_cause"][0]["cause"], "syn_timeout");
+    assert_eq!(json["streams"][0]["stalls"][0]["dir"], "client_to_server");
+}

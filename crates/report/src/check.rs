@@ -1,0 +1,130 @@
+//! `pcapsleuth check`: one summary line per capture.
+
+use crate::model::CaptureReport;
+use pcapsleuth_core::Severity;
+
+/// The `pcapsleuth check` line for one capture, and whether it fails
+/// `threshold` (a finding at or above it). A read error does not hide the
+/// findings made before it: the line says `ERROR: …` and still counts them;
+/// a capture read only in part ([`CaptureReport::incomplete`]) says
+/// `INCOMPLETE: read N frames, then stopped at byte B (frame F): why`.
+pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, bool) {
+    let count = |s: Severity| c.findings.iter().filter(|f| f.severity == s).count();
+    let failing: Vec<&str> = {
+        let mut ids: Vec<&str> = c
+            .findings
+            .iter()
+            .filter(|f| f.severity >= threshold)
+            .map(|f| f.detector.as_str())
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    };
+    let counts = format!(
+        "{} finding{} ({} error, {} warning, {} info)",
+        c.findings.len(),
+        if c.findings.len() == 1 { "" } else { "s" },
+        count(Severity::Error),
+        count(Severity::Warning),
+        count(Severity::Info)
+    );
+    // A read error does not discard what was analysed before it: the line
+    // says ERROR (exit 2 wins) but still counts and names the findings.
+    let verdict = match (&c.error, failing.is_empty()) {
+        (Some(e), _) => format!("ERROR: {e}; {counts}"),
+        (None, _) if c.incomplete.is_some() => {
+            let w = c.incomplete.as_ref().map_or(String::new(), |w| {
+                let frame = w.frame.map(|f| format!(" (frame {f})")).unwrap_or_default();
+                format!(" at byte {}{frame}: {}", w.offset, w.message)
+            });
+            format!(
+                "INCOMPLETE: read {} frame{}, then stopped{w}; {counts}",
+                c.packets,
+                if c.packets == 1 { "" } else { "s" }
+            )
+        }
+        (None, true) => format!("ok: {counts}"),
+        (None, false) => format!("FAIL: {counts}"),
+    };
+    if failing.is_empty() {
+        (format!("{}: {verdict}", c.path), false)
+    } else {
+        (
+            format!(
+                "{}: {verdict}; at or above {}: {}",
+                c.path,
+                threshold.as_str(),
+                failing.join(", ")
+            ),
+            true,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_line_thresholds() {
+        let mut c = CaptureReport {
+            path: "a.pcap".into(),
+            format: Some("pcap".into()),
+            packets: 3,
+            first_ts_ns: 0,
+            last_ts_ns: 0,
+            interfaces: vec![],
+            tcp_streams: 1,
+            warnings: vec![],
+            error: None,
+            incomplete: None,
+            findings: vec![],
+            flows: vec![],
+            sources: vec![],
+        };
+        assert_eq!(
+            render_check_line(&c, Severity::Info),
+            (
+                "a.pcap: ok: 0 findings (0 error, 0 warning, 0 info)".into(),
+                false
+            )
+        );
+        c.findings.push(
+            pcapsleuth_core::Finding::builder("zero-window", Severity::Warning)
+                .summary("s")
+                .frames(vec![1])
+                .build(),
+        );
+        assert!(render_check_line(&c, Severity::Warning).1);
+        assert!(render_check_line(&c, Severity::Info).1);
+        assert!(!render_check_line(&c, Severity::Error).1);
+        assert_eq!(
+            render_check_line(&c, Severity::Warning).0,
+            "a.pcap: FAIL: 1 finding (0 error, 1 warning, 0 info); at or above warning: zero-window"
+        );
+        c.incomplete = Some(crate::WarningReport {
+            kind: crate::WarningKindReport::TruncatedRecord,
+            offset: 2980,
+            frame: Some(4),
+            message: "capture cut short".into(),
+        });
+        assert_eq!(
+            render_check_line(&c, Severity::Error),
+            (
+                "a.pcap: INCOMPLETE: read 3 frames, then stopped at byte 2980 (frame 4): capture cut short; 1 finding (0 error, 1 warning, 0 info)"
+                    .into(),
+                false
+            )
+        );
+        c.error = Some("boom".into());
+        assert_eq!(
+            render_check_line(&c, Severity::Info),
+            (
+                "a.pcap: ERROR: boom; 1 finding (0 error, 1 warning, 0 info); at or above info: zero-window"
+                    .into(),
+                true
+            )
+        );
+    }
+}
