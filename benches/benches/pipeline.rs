@@ -1,13 +1,18 @@
 //! Throughput of each pipeline stage, in bytes of capture per second:
-//! (a) ingest only, (b) ingest + decode, (c) ingest + decode + FlowTable,
-//! (d) full `analyze_path` (all detectors), on a generated ~64 MiB capture of
-//! 2000 interleaved TCP connections (in the temp dir), and (d) again on the
-//! real 78 MB merge file of the shared corpus when it is present.
+//! (a) ingest only, (b) ingest + decode, (c) ingest + decode + `FlowTable`
+//! (`tcp.stream`, `tcp.analysis`), (c2) the pipeline without detectors (adds
+//! capture-quality tracking and interface bookkeeping), (c3) c2 plus the stall
+//! ledger, (d) full `analyze_path` (every detector and the ledger). The
+//! detectors' own cost is d − c3. Captures: a generated ~64 MiB capture of
+//! 2000 interleaved TCP connections (in the temp dir), the real 78 MB merge
+//! file of the shared corpus when it is present, and the file named by
+//! `PCAPSLEUTH_BENCH_FILE` when set (e.g. the 1 GB `tcp-heavy.pcap` of
+//! `../shared/bench/make-tcp-heavy.sh`; slow: minutes per stage).
 //!
 //! Quick run: `cargo bench -p pcapsleuth-benches -- --quick`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use pcapsleuth_analyze::{analyze_path, AnalyzeOptions};
+use pcapsleuth_analyze::{analyze_path, observe_path, AnalyzeOptions, LedgerObserver};
 use pcapsleuth_decode::Decoder;
 use pcapsleuth_flow::{FlowConfig, FlowTable, PacketMeta};
 use pcapsleuth_ingest::CaptureReader;
@@ -55,6 +60,44 @@ fn ingest_decode_flow(path: &Path) -> u64 {
     flows.stream_count()
 }
 
+/// The pipeline without detectors: decode, flow table, capture quality.
+fn pipeline_no_detectors(path: &Path) -> u64 {
+    let (out, _) = observe_path(path, Vec::new(), &mut ()).expect("bench capture opens");
+    out.tcp_streams
+}
+
+/// The pipeline without detectors, feeding the stall ledger.
+fn pipeline_ledger(path: &Path) -> usize {
+    let mut ledger = LedgerObserver::new(true);
+    let _ = observe_path(path, Vec::new(), &mut ledger).expect("bench capture opens");
+    ledger.finish().map_or(0, |l| l.streams.len())
+}
+
+/// Every stage on `path`, in a group named `name`.
+fn bench_file(c: &mut Criterion, name: &str, path: &Path, bytes: u64) {
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Bytes(bytes));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(10));
+    g.bench_function("a_ingest", |b| b.iter(|| black_box(ingest(path))));
+    g.bench_function("b_ingest_decode", |b| {
+        b.iter(|| black_box(ingest_decode(path)))
+    });
+    g.bench_function("c_ingest_decode_flow", |b| {
+        b.iter(|| black_box(ingest_decode_flow(path)))
+    });
+    g.bench_function("c2_pipeline_quality", |b| {
+        b.iter(|| black_box(pipeline_no_detectors(path)))
+    });
+    g.bench_function("c3_pipeline_quality_ledger", |b| {
+        b.iter(|| black_box(pipeline_ledger(path)))
+    });
+    g.bench_function("d_analyze", |b| {
+        b.iter(|| black_box(analyze_path(path, &AnalyzeOptions::default())))
+    });
+    g.finish();
+}
+
 fn stages(c: &mut Criterion) {
     let (path, stats) =
         pcapsleuth_benches::synthetic_capture().expect("synthetic capture written to the temp dir");
@@ -65,35 +108,17 @@ fn stages(c: &mut Criterion) {
         stats.packets,
         stats.connections
     );
-    let mut g = c.benchmark_group("synthetic");
-    g.throughput(Throughput::Bytes(stats.bytes));
-    g.sample_size(10);
-    g.measurement_time(Duration::from_secs(10));
-    g.bench_function("a_ingest", |b| b.iter(|| black_box(ingest(&path))));
-    g.bench_function("b_ingest_decode", |b| {
-        b.iter(|| black_box(ingest_decode(&path)))
-    });
-    g.bench_function("c_ingest_decode_flow", |b| {
-        b.iter(|| black_box(ingest_decode_flow(&path)))
-    });
-    g.bench_function("d_analyze", |b| {
-        b.iter(|| black_box(analyze_path(&path, &AnalyzeOptions::default())))
-    });
-    g.finish();
+    bench_file(c, "synthetic", &path, stats.bytes);
 
     let real = pcapsleuth_testkit::shared_dir()
         .map(|d| d.join("captures/derived__bench/real-traffic-merged-ethernet.pcap"));
     if let Some(real) = real.filter(|p| p.is_file()) {
         let bytes = std::fs::metadata(&real).map(|m| m.len()).unwrap_or(0);
-        let mut g = c.benchmark_group("real-merged");
-        g.throughput(Throughput::Bytes(bytes));
-        g.sample_size(10);
-        g.measurement_time(Duration::from_secs(10));
-        g.bench_function("a_ingest", |b| b.iter(|| black_box(ingest(&real))));
-        g.bench_function("d_analyze", |b| {
-            b.iter(|| black_box(analyze_path(&real, &AnalyzeOptions::default())))
-        });
-        g.finish();
+        bench_file(c, "real-merged", &real, bytes);
+    }
+    if let Some(file) = std::env::var_os("PCAPSLEUTH_BENCH_FILE").map(std::path::PathBuf::from) {
+        let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+        bench_file(c, "file", &file, bytes);
     }
     let _ = std::fs::remove_file(&path);
 }

@@ -1,5 +1,6 @@
 //! Synthetic capture generator for the throughput benchmarks
-//! (`cargo bench -p pcapsleuth-benches`) and `benches/compare-tshark.sh`.
+//! (`cargo bench -p pcapsleuth-benches`); `gen-synthetic OUT [MB]` writes one
+//! for `benches/compare.sh OUT`.
 //!
 //! [`write_synthetic_pcap`] writes a legacy pcap (little-endian, µs, Ethernet)
 //! of many interleaved IPv4 TCP connections: handshake, server data in

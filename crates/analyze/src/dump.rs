@@ -50,7 +50,10 @@ pub fn dump_streams(path: &Path) -> Result<Vec<(u64, Option<u64>)>, IngestError>
 /// # Errors
 /// When the file cannot be opened or a frame cannot be read (`visit` has
 /// then seen every frame before it).
-pub fn each_stream(path: &Path, mut visit: impl FnMut(u64, Option<u64>)) -> Result<(), IngestError> {
+pub fn each_stream(
+    path: &Path,
+    mut visit: impl FnMut(u64, Option<u64>),
+) -> Result<(), IngestError> {
     each_packet(path, |frame, info, _| visit(frame, info.stream))
 }
 

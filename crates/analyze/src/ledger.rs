@@ -56,5 +56,30 @@ pub(crate) fn attach(flows: &mut [FlowReport], ledger: LedgerReport) {
             f.time_lost_by_cause = s.time_lost_by_cause;
             f.stall_summary = Some(s.summary);
         }
+        longest_stall_from_ledger(f);
+    }
+}
+
+/// The flow's `longest_stall_ms` / `longest_stall_frames` columns are the
+/// ledger's longest entry (issue 10, item 5): a wait between two of the flow's
+/// own frames, attributed to a cause. The flow table's older measure (silence
+/// of the whole stream with data outstanding) could span the capture's
+/// timestamp jumps (a 4-day "stall" on a 342 ms flow) and missed waits the
+/// ledger sees. A flow with no ledger entry has no stall: 0 ms, no frames.
+fn longest_stall_from_ledger(f: &mut FlowReport) {
+    let longest = f.stalls.iter().max_by(|a, b| {
+        a.duration_ms
+            .total_cmp(&b.duration_ms)
+            .then(b.start_frame.cmp(&a.start_frame))
+    });
+    match longest {
+        Some(e) => {
+            f.longest_stall_ms = e.duration_ms;
+            f.longest_stall_frames = Some([e.start_frame, e.end_frame]);
+        }
+        None => {
+            f.longest_stall_ms = 0.0;
+            f.longest_stall_frames = None;
+        }
     }
 }

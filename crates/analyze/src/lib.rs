@@ -14,6 +14,7 @@ pub mod dump;
 pub mod ledger;
 pub mod merge;
 pub mod pipeline;
+pub mod quality;
 pub mod registry;
 pub mod runner;
 
@@ -24,13 +25,13 @@ use pcapsleuth_report::{
 };
 use std::path::{Path, PathBuf};
 
-pub use dump::{dump_streams, each_stream};
 pub use dump::{dump_analysis, AnalysisRow};
+pub use dump::{dump_streams, each_stream};
+pub use ledger::LedgerObserver;
 pub use merge::analyze_merged;
 pub use pcapsleuth_detect::{
     CaptureSpan, DetectorInfo, FinishContext, InterfaceContext, PacketContext,
 };
-pub use ledger::LedgerObserver;
 pub use pipeline::{drive, observe_path, PacketObserver, Pipeline, PipelineOutput};
 pub use registry::{all_detectors, detector_infos, find_detector};
 pub use runner::{analyze_inputs, RunError, RunOptions};
@@ -79,6 +80,7 @@ pub(crate) fn empty_report(path: &Path) -> CaptureReport {
         warnings: Vec::new(),
         error: None,
         incomplete: None,
+        capture_quality: None,
         findings: Vec::new(),
         flows: Vec::new(),
         sources: Vec::new(),
@@ -103,6 +105,26 @@ fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureRep
         report.incomplete = reader.stop_warning().map(WarningReport::from);
     }
     report.warnings.extend(unacked_cap_warning(&out_caps, opts));
+    note_read_incomplete(report);
+}
+
+/// When reading stopped early (`error` or `incomplete`), say so in the
+/// capture quality too ([`pcapsleuth_detect::quality::QualityReason::ReadIncomplete`]).
+pub(crate) fn note_read_incomplete(report: &mut CaptureReport) {
+    if report.error.is_none() && report.incomplete.is_none() {
+        return;
+    }
+    if let Some(q) = &mut report.capture_quality {
+        let reason = pcapsleuth_report::QualityReasonReport::ReadIncomplete {
+            verdict: pcapsleuth_report::QualityVerdictReport::UseWithCare,
+            frames: report.packets,
+        };
+        q.reasons.push(reason);
+        q.reasons.sort_by_key(|r| std::cmp::Reverse(r.verdict()));
+        q.verdict = q
+            .verdict
+            .max(pcapsleuth_report::QualityVerdictReport::UseWithCare);
+    }
 }
 
 /// The capture warning `analyze` gives when the unacknowledged-segment cap
@@ -157,8 +179,12 @@ pub(crate) fn fill_report(
     report.packets = out.last_frame;
     report.findings = out.findings;
     report.tcp_streams = out.tcp_streams;
+    report.capture_quality = Some(quality::capture_report(&out.quality));
     if opts.with_flows {
         report.flows = out.flows.iter().map(FlowReport::from).collect();
+        for f in &mut report.flows {
+            f.capture_quality = out.quality.flow(f.tcp_stream).map(quality::flow_report);
+        }
         if let Some(l) = ledger {
             ledger::attach(&mut report.flows, l);
         }

@@ -443,6 +443,10 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
     if !errors.is_empty() {
         report.error = Some(errors.join("; "));
     }
+    if report.format.is_none() {
+        report.capture_quality = None;
+    }
+    crate::note_read_incomplete(&mut report);
     report.sources = sources;
     report
 }

@@ -11,6 +11,7 @@
 //! one that needs no detectors builds the pipeline with
 //! [`Pipeline::with_detectors`] and an empty list.
 
+use crate::quality::QualityTracker;
 use crate::registry::all_detectors;
 use pcapsleuth_core::finding::sort_findings;
 use pcapsleuth_core::{Endpoint, Finding, FrameNo, InterfaceId, StreamId, Timestamp};
@@ -18,6 +19,7 @@ use pcapsleuth_decode::Decoder;
 use pcapsleuth_detect::{CaptureSpan, Detector, FinishContext, InterfaceContext, PacketContext};
 use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowSummary, FlowTable, PacketMeta};
 use pcapsleuth_ingest::{CaptureReader, Frame, IngestError, InterfaceInfo};
+use pcapsleuth_ledger::StallLedger;
 use std::collections::HashMap;
 
 /// Sees every packet as the pipeline handles it, after the detectors did.
@@ -56,6 +58,12 @@ pub struct PipelineOutput {
     pub span: Option<CaptureSpan>,
     /// Frame number of the last frame pushed (0 without frames).
     pub last_frame: FrameNo,
+    /// What the capture itself lost, cut, doubled or reordered
+    /// ([`crate::quality`]).
+    pub quality: pcapsleuth_detect::quality::CaptureQuality,
+    /// The stall ledger of the capture (run when the pipeline has detectors;
+    /// the detectors saw it in [`FinishContext::ledger`]).
+    pub ledger: Option<pcapsleuth_ledger::LedgerReport>,
 }
 
 /// The per-frame pipeline (decode → flow table → detectors), fed one frame at
@@ -70,6 +78,9 @@ pub struct Pipeline {
     last_frame: FrameNo,
     /// Indexed by interface id.
     seen: Vec<Option<InterfaceSeen>>,
+    quality: QualityTracker,
+    /// One stall ledger per capture, fed every flow event; `None` without detectors.
+    ledger: Option<StallLedger>,
 }
 
 impl Pipeline {
@@ -80,6 +91,7 @@ impl Pipeline {
 
     /// A pipeline running `detectors` (none: decode and flow events only).
     pub fn with_detectors(flow_config: FlowConfig, detectors: Vec<Box<dyn Detector>>) -> Pipeline {
+        let ledger = (!detectors.is_empty()).then(StallLedger::new);
         Pipeline {
             decoder: Decoder::new(),
             flows: FlowTable::new(flow_config),
@@ -89,6 +101,8 @@ impl Pipeline {
             span: None,
             last_frame: 0,
             seen: Vec::new(),
+            quality: QualityTracker::new(),
+            ledger,
         }
     }
 
@@ -113,7 +127,11 @@ impl Pipeline {
             for d in self.detectors.iter_mut() {
                 d.on_flow_event(ev);
             }
+            if let Some(l) = &mut self.ledger {
+                l.on_event(ev);
+            }
         }
+        self.quality.on_frame(frame, &decoded, &info, &self.events);
         let pkt = PacketContext {
             meta,
             decoded: &decoded,
@@ -185,7 +203,10 @@ impl Pipeline {
                     first_ts: seen.map(|s| s.first),
                     last_ts: seen.map(|s| s.last),
                     frames: seen.map_or(0, |s| s.frames),
-                    if_drops: None,
+                    if_drops: i.stats.and_then(|s| match (s.if_drop, s.os_drop) {
+                        (None, None) => None,
+                        (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
+                    }),
                 }
             })
             .collect();
@@ -225,13 +246,19 @@ impl Pipeline {
             for d in self.detectors.iter_mut() {
                 d.on_flow_event(ev);
             }
+            if let Some(l) = &mut self.ledger {
+                l.on_event(ev);
+            }
         }
         observer.finish(&self.events);
+        let quality = std::mem::take(&mut self.quality).finish(interfaces);
         let ctx = FinishContext {
             interfaces: self.interface_contexts(interfaces),
             span: self.span,
             flows: self.flows.summaries(),
             streams: std::mem::take(&mut self.streams),
+            quality,
+            ledger: self.ledger.take().map(|l| l.finish()),
         };
         let mut findings = Vec::new();
         for d in self.detectors.iter_mut() {
@@ -244,6 +271,8 @@ impl Pipeline {
             flows: ctx.flows,
             span: self.span,
             last_frame: self.last_frame,
+            quality: ctx.quality,
+            ledger: ctx.ledger,
         }
     }
 }

@@ -8,6 +8,7 @@ pub fn all_detectors() -> Vec<Box<dyn Detector>> {
         Box::new(pcapsleuth_syn_retransmit::SynRetransmit::default()),
         Box::new(pcapsleuth_frag_needed::FragNeeded::default()),
         Box::new(pcapsleuth_probe_timer_stall::ProbeTimerStall::default()),
+        Box::new(pcapsleuth_delayed_ack_stall::DelayedAckStall::default()),
         Box::new(pcapsleuth_zero_window::ZeroWindow::default()),
         Box::new(pcapsleuth_missing_zero_window::MissingZeroWindow::default()),
         Box::new(pcapsleuth_mss_blackhole::MssBlackhole::default()),

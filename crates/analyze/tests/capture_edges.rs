@@ -32,7 +32,8 @@ fn analyze_warns_when_the_unacked_segment_cap_is_hit() {
         .collect();
     assert_eq!(w.len(), 1, "{:?}", capped.warnings);
     assert!(
-        w[0].message.contains("cap (2 per direction) was hit in 3 flows (tcp.stream 0, 1, 2)"),
+        w[0].message
+            .contains("cap (2 per direction) was hit in 3 flows (tcp.stream 0, 1, 2)"),
         "{}",
         w[0].message
     );
@@ -59,12 +60,22 @@ fn a_capture_read_only_in_part_says_what_and_where() {
     // A complete capture has no `incomplete` key at all.
     let whole = analyze_path(&src, &AnalyzeOptions::default());
     assert!(whole.incomplete.is_none());
-    assert!(serde_json::to_value(&whole).unwrap().get("incomplete").is_none());
+    assert!(serde_json::to_value(&whole)
+        .unwrap()
+        .get("incomplete")
+        .is_none());
     // In a merged set: the file's own entry and the set say so.
     let m = analyze_merged(&[src.clone(), cut.clone()], &AnalyzeOptions::default());
     assert!(m.sources[0].incomplete.is_none());
-    assert_eq!(m.sources[1].incomplete.as_ref().map(|w| w.offset), Some(4924));
+    assert_eq!(
+        m.sources[1].incomplete.as_ref().map(|w| w.offset),
+        Some(4924)
+    );
     let set = m.incomplete.as_ref().expect("set incomplete");
-    assert!(set.message.starts_with(&cut.display().to_string()), "{}", set.message);
+    assert!(
+        set.message.starts_with(&cut.display().to_string()),
+        "{}",
+        set.message
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -136,16 +136,7 @@ fn incoming_truth(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
 
 /// lab-incoming captures whose events name a registered detector for a
 /// feature still to be built (not scored yet), with the reason.
-const PENDING: &[(&str, &str)] = &[
-    (
-        "frag-needed-recurrence.pcapng",
-        "issue 10: frag-needed recurrence not built yet",
-    ),
-    (
-        "frag-needed-recurrence-self.pcapng",
-        "issue 10: frag-needed recurrence not built yet",
-    ),
-];
+const PENDING: &[(&str, &str)] = &[];
 
 struct Row {
     capture: String,

@@ -4,9 +4,12 @@
 //! [`pcapsleuth_ingest::CaptureReader`] and writes a pcapng copy in which every
 //! frame cited by a finding carries one packet comment (`opt_comment`, pcapng
 //! spec draft-ietf-opsawg-pcapng §3.5) per citing finding, worded
-//! `pcapsleuth <detector>: <summary>`. Open it in Wireshark and filter with
-//! `frame.comment` (or `pkt_comment` in older releases) to jump from one
-//! finding to the next.
+//! `pcapsleuth <detector>: <role>`, where the role says what that frame is in
+//! the finding ("SYN retry 2 of 3, +1006 ms", "self-addressed frag-needed,
+//! MTU 1400", "lost between cni0 and eth0", "DNS AAAA query re-sent after
+//! 5000 ms"; see [`roles`]). The first cited frame of a finding also carries
+//! its summary. Open it in Wireshark and filter with `frame.comment` (or
+//! `pkt_comment` in older releases) to jump from one finding to the next.
 //!
 //! # What is preserved
 //!
@@ -22,6 +25,12 @@
 //!   verbatim; every IDB says `if_tsresol = 9`, so the integer-ns timestamp of
 //!   each frame (after the input's own `if_tsresol`/`if_tsoffset`) is written
 //!   exactly. Legacy pcap (µs or ns) converts losslessly.
+//! - **Comments and options of the input.** The section's comments,
+//!   `shb_hardware` and `shb_os` (of the first section), every IDB's options
+//!   (`if_description`, `if_filter`, `if_os`, comments, …) and every EPB's
+//!   options (packet comments, `epb_flags` direction, drop count, hash, packet
+//!   id, queue, verdict) are copied, converted to little-endian; the new
+//!   comments come after the input's own.
 //! - **Interfaces.** One IDB per input interface, same link type, snaplen and
 //!   `if_name`, in the input's order. All are written into one section: for
 //!   a multi-section input the interface ids are the file-wide ids used by
@@ -30,7 +39,8 @@
 //! Timestamps before 1970 cannot be expressed as an unsigned pcapng timestamp
 //! and are written as 0 (counted in [`AnnotateStats::clamped_timestamps`]).
 //! A capture that ends in a truncated or malformed record is copied up to that
-//! record, as the analysis saw it.
+//! record, as the analysis saw it, and [`AnnotateStats::stopped`] says why
+//! (the CLI prints it as a warning).
 //!
 //! # Why a hand-written writer
 //!
@@ -40,9 +50,12 @@
 //! needed here (SHB, IDB, EPB and custom blocks with options, little-endian)
 //! is about a hundred lines in [`writer`], so no dependency is taken.
 
+pub mod options;
+pub mod roles;
 pub mod writer;
 
 use pcapsleuth_core::Finding;
+use pcapsleuth_decode::Decoder;
 use pcapsleuth_ingest::{CaptureReader, IngestError};
 use pcapsleuth_report::CaptureReport;
 use std::collections::BTreeMap;
@@ -52,7 +65,7 @@ use std::path::{Path, PathBuf};
 use writer::{Idb, NgWriter};
 
 /// What [`annotate`] wrote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct AnnotateStats {
     /// Enhanced Packet Blocks written (one per input packet).
     pub packets: u64,
@@ -69,6 +82,12 @@ pub struct AnnotateStats {
     pub missing_frames: u64,
     /// Packets whose timestamp was before 1970 and was written as 0.
     pub clamped_timestamps: u64,
+    /// Packets whose own options (comments, `epb_flags`, …) were copied.
+    pub kept_options_packets: u64,
+    /// Why reading stopped before the end of the input (a truncated or
+    /// malformed record), from the reader's stop warning; the copy ends
+    /// there.
+    pub stopped: Option<String>,
 }
 
 impl AnnotateStats {
@@ -102,6 +121,11 @@ impl AnnotateStats {
             line.push_str(&format!(
                 "; {} written as 0",
                 count(self.clamped_timestamps, "pre-1970 timestamp")
+            ));
+        }
+        if let Some(why) = &self.stopped {
+            line.push_str(&format!(
+                "\nwarning: the input is truncated or damaged, the copy ends where reading stopped: {why}"
             ));
         }
         line
@@ -154,7 +178,24 @@ pub fn comment_for(f: &Finding) -> String {
     format!("pcapsleuth {}: {}", f.detector, summary)
 }
 
-/// Comments per cited frame number, in report (finding) order.
+/// Indices (into `report.findings`) of the findings citing each frame number,
+/// in report (finding) order.
+pub fn findings_by_frame(report: &CaptureReport) -> BTreeMap<u64, Vec<usize>> {
+    let mut map: BTreeMap<u64, Vec<usize>> = BTreeMap::new();
+    for (i, f) in report.findings.iter().enumerate() {
+        for &n in &f.frames {
+            let v = map.entry(n).or_default();
+            if !v.contains(&i) {
+                v.push(i);
+            }
+        }
+    }
+    map
+}
+
+/// The whole-finding comments ([`comment_for`]) per cited frame number, in
+/// report (finding) order. [`annotate`] writes per-frame roles instead; this
+/// is the one-line form for other tools.
 pub fn comments_by_frame(report: &CaptureReport) -> BTreeMap<u64, Vec<String>> {
     let mut map: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for f in &report.findings {
@@ -195,13 +236,22 @@ pub fn annotate(
     };
     let file = File::create(out).map_err(werr)?;
     let mut w = NgWriter::new(BufWriter::with_capacity(256 * 1024, file));
-    w.section_header("pcapsleuth-annotate").map_err(werr)?;
-    let comments = comments_by_frame(report);
+    let shb_options = reader
+        .header_blocks()
+        .first()
+        .map(|b| options::section_options(b))
+        .unwrap_or_default();
+    w.section_header("pcapsleuth-annotate", &shb_options)
+        .map_err(werr)?;
+    let citing = findings_by_frame(report);
+    let mut states = vec![roles::RoleState::default(); report.findings.len()];
+    let mut decoder = Decoder::new();
     let mut stats = AnnotateStats::default();
     let mut idbs_written: usize = 0;
     let mut expected: u64 = 1;
     let mut cited_seen: u64 = 0;
     let mut data: Vec<u8> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
     loop {
         // `Frame` borrows the reader (lending iterator): copy what we need so
         // that `interfaces()` can be consulted afterwards.
@@ -219,6 +269,7 @@ pub fn annotate(
                 )
             }
         };
+        let kept = options::packet_options(reader.record_bytes());
         // Non-packet frames skipped by the reader: keep numbering aligned.
         while expected < number {
             w.placeholder().map_err(werr)?;
@@ -230,18 +281,24 @@ pub fn annotate(
         // write every IDB up to the one this packet needs.
         idbs_written =
             write_idbs(&mut w, &reader, idbs_written, iface + 1, Some(linktype)).map_err(werr)?;
-        let ts = u64::try_from(ts).unwrap_or_else(|_| {
-            stats.clamped_timestamps += 1;
-            0
-        });
-        let notes: &[String] = comments.get(&number).map(Vec::as_slice).unwrap_or(&[]);
-        if !notes.is_empty() {
+        notes.clear();
+        if let Some(idx) = citing.get(&number) {
+            let facts = roles::FrameFacts::of(&mut decoder, linktype, &data, ts);
+            frame_notes(report, idx, number, &facts, &mut states, &mut notes);
             stats.annotated_packets += 1;
             stats.comments += notes.len() as u64;
             cited_seen += 1;
         }
+        let ts = u64::try_from(ts).unwrap_or_else(|_| {
+            stats.clamped_timestamps += 1;
+            0
+        });
+        if !kept.is_empty() {
+            stats.kept_options_packets += 1;
+        }
         let if_id = u32::try_from(iface).unwrap_or(u32::MAX);
-        w.packet(if_id, ts, orig_len, &data, notes).map_err(werr)?;
+        w.packet(if_id, ts, orig_len, &data, &kept, &notes)
+            .map_err(werr)?;
         stats.packets += 1;
     }
     // Interfaces without packets are kept too.
@@ -254,9 +311,49 @@ pub fn annotate(
         expected += 1;
     }
     stats.interfaces = idbs_written as u64;
-    stats.missing_frames = (comments.len() as u64).saturating_sub(cited_seen);
+    stats.missing_frames = (citing.len() as u64).saturating_sub(cited_seen);
+    stats.stopped = reader.stop_warning().map(|w| w.message.clone());
     w.finish().map_err(werr)?;
     Ok(stats)
+}
+
+/// The comments of one cited frame: per citing finding (`idx`), `pcapsleuth
+/// <detector>: <role>` ([`roles::role`]), followed on the finding's first
+/// cited frame by its summary; identical texts are written once.
+fn frame_notes(
+    report: &CaptureReport,
+    idx: &[usize],
+    number: u64,
+    facts: &roles::FrameFacts,
+    states: &mut [roles::RoleState],
+    notes: &mut Vec<String>,
+) {
+    for &i in idx {
+        let (Some(f), Some(st)) = (report.findings.get(i), states.get_mut(i)) else {
+            continue;
+        };
+        let role = one_line(&roles::role(f, number, facts, st));
+        let text = if f.frames.iter().min() == Some(&number) {
+            format!(
+                "pcapsleuth {}: {role}. {}",
+                f.detector,
+                one_line(&f.summary)
+            )
+        } else {
+            format!("pcapsleuth {}: {role}", f.detector)
+        };
+        if !notes.contains(&text) {
+            notes.push(text);
+        }
+    }
+}
+
+/// `s` with line breaks replaced by spaces, so a comment stays on one line
+/// in Wireshark's packet list.
+fn one_line(s: &str) -> String {
+    s.chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect()
 }
 
 /// Write the IDBs `from..to` of the reader's interface list; returns how many
@@ -272,6 +369,12 @@ fn write_idbs<W: Write>(
     fallback: Option<u32>,
 ) -> std::io::Result<usize> {
     let ifaces = reader.interfaces();
+    // The n-th IDB of the file is interface n (ids are file-wide).
+    let idb_blocks: Vec<Vec<options::RawOption>> = reader
+        .header_blocks()
+        .iter()
+        .filter_map(|b| options::interface_options(b))
+        .collect();
     let mut n = from;
     while n < to {
         let idb = match (ifaces.get(n), fallback) {
@@ -279,11 +382,13 @@ fn write_idbs<W: Write>(
                 linktype: i.linktype.0,
                 snaplen: i.snaplen,
                 name: i.name.clone(),
+                options: idb_blocks.get(n).cloned().unwrap_or_default(),
             },
             (None, Some(lt)) => Idb {
                 linktype: lt,
                 snaplen: 0,
                 name: None,
+                options: Vec::new(),
             },
             (None, None) => break,
         };
@@ -307,6 +412,8 @@ mod tests {
             comments: 2,
             missing_frames: 0,
             clamped_timestamps: 1,
+            kept_options_packets: 0,
+            stopped: None,
         };
         assert_eq!(
             st.summary(Path::new("o.pcapng"), 1),

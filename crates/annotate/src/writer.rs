@@ -25,6 +25,8 @@ const SHB_USERAPPL: u16 = 4;
 const IF_NAME: u16 = 2;
 /// `if_tsresol`.
 const IF_TSRESOL: u16 = 9;
+/// `if_tsoffset`.
+const IF_TSOFFSET: u16 = 14;
 
 /// Longest option value in bytes (the option length field is 16 bits; kept a
 /// multiple of 4 below the limit).
@@ -39,6 +41,9 @@ pub struct Idb {
     pub snaplen: u32,
     /// `if_name`, if any.
     pub name: Option<String>,
+    /// Other options of the input's IDB to copy (code, little-endian value);
+    /// `if_name`, `if_tsresol` and `if_tsoffset` in it are ignored.
+    pub options: Vec<(u16, Vec<u8>)>,
 }
 
 /// Writes pcapng blocks to `W`. Call [`NgWriter::section_header`] first.
@@ -95,17 +100,22 @@ impl<W: Write> NgWriter<W> {
     }
 
     /// Write the Section Header Block (version 1.0, section length unknown)
-    /// with `shb_userappl` = `app`.
+    /// with `shb_userappl` = `app`, after the input's options `kept`
+    /// (comments, `shb_hardware`, `shb_os`; its own `shb_userappl` is
+    /// dropped: the option may appear once).
     ///
     /// # Errors
     /// I/O errors of the underlying writer.
-    pub fn section_header(&mut self, app: &str) -> io::Result<()> {
+    pub fn section_header(&mut self, app: &str, kept: &[(u16, Vec<u8>)]) -> io::Result<()> {
         let mut b = std::mem::take(&mut self.block);
         b.clear();
         b.extend_from_slice(&0x1A2B_3C4Du32.to_le_bytes());
         b.extend_from_slice(&1u16.to_le_bytes());
         b.extend_from_slice(&0u16.to_le_bytes());
         b.extend_from_slice(&(-1i64).to_le_bytes());
+        for (code, v) in kept.iter().filter(|(c, _)| *c != SHB_USERAPPL) {
+            push_option(&mut b, *code, v, *code == OPT_COMMENT);
+        }
         push_option(&mut b, SHB_USERAPPL, app.as_bytes(), true);
         push_option(&mut b, OPT_END, &[], false);
         let r = self.emit(SHB, &b);
@@ -126,6 +136,11 @@ impl<W: Write> NgWriter<W> {
         if let Some(name) = &idb.name {
             push_option(&mut b, IF_NAME, name.as_bytes(), true);
         }
+        for (code, v) in &idb.options {
+            if ![IF_NAME, IF_TSRESOL, IF_TSOFFSET].contains(code) {
+                push_option(&mut b, *code, v, *code == OPT_COMMENT);
+            }
+        }
         push_option(&mut b, IF_TSRESOL, &[9], false);
         push_option(&mut b, OPT_END, &[], false);
         let r = self.emit(IDB, &b);
@@ -135,8 +150,9 @@ impl<W: Write> NgWriter<W> {
 
     /// Write an Enhanced Packet Block: interface `if_id`, timestamp `ts_ns`
     /// (ns since the epoch, in the IDB's `if_tsresol = 9` units), wire length
-    /// `orig_len` bytes, captured `data`, one `opt_comment` per entry of
-    /// `comments`.
+    /// `orig_len` bytes, captured `data`, the input's own options `kept`
+    /// (its comments, `epb_flags`, …, in their order), then one
+    /// `opt_comment` per entry of `comments`.
     ///
     /// # Errors
     /// I/O errors of the underlying writer; a packet over 4 GiB.
@@ -146,6 +162,7 @@ impl<W: Write> NgWriter<W> {
         ts_ns: u64,
         orig_len: u32,
         data: &[u8],
+        kept: &[(u16, Vec<u8>)],
         comments: &[String],
     ) -> io::Result<()> {
         let mut b = std::mem::take(&mut self.block);
@@ -159,7 +176,10 @@ impl<W: Write> NgWriter<W> {
         b.extend_from_slice(&orig_len.to_le_bytes());
         b.extend_from_slice(data);
         pad4(&mut b);
-        if !comments.is_empty() {
+        if !comments.is_empty() || !kept.is_empty() {
+            for (code, v) in kept {
+                push_option(&mut b, *code, v, *code == OPT_COMMENT);
+            }
             for c in comments {
                 push_option(&mut b, OPT_COMMENT, c.as_bytes(), true);
             }
@@ -207,7 +227,7 @@ mod tests {
     #[test]
     fn epb_layout_and_padding() {
         let mut w = NgWriter::new(Vec::new());
-        w.packet(1, 0x1_0000_0002, 60, &[1, 2, 3], &["ab".to_string()])
+        w.packet(1, 0x1_0000_0002, 60, &[1, 2, 3], &[], &["ab".to_string()])
             .unwrap();
         let b = w.finish().unwrap();
         // 12 framing + 20 header + 4 data (3 padded) + 8 comment + 4 end.
@@ -233,6 +253,7 @@ mod tests {
             linktype: 276,
             snaplen: 262_144,
             name: Some("eth0".into()),
+            options: Vec::new(),
         })
         .unwrap();
         let b = w.finish().unwrap();

@@ -4,26 +4,19 @@
 //! that every packet's bytes are unchanged.
 
 use pcapsleuth_analyze::{analyze_path, AnalyzeOptions};
-use pcapsleuth_annotate::{annotate, comment_for};
-use pcapsleuth_core::{Evidence, Finding, Severity};
+use pcapsleuth_annotate::annotate;
+use pcapsleuth_core::{Finding, Severity};
 use pcapsleuth_ingest::CaptureReader;
 use pcapsleuth_report::CaptureReport;
 use pcapsleuth_testkit::{in_ci, shared_dir, tshark, tshark_lines};
 use std::path::{Path, PathBuf};
 
 fn finding(detector: &str, summary: &str, frames: Vec<u64>) -> Finding {
-    Finding::new(
-        detector,
-        Severity::Warning,
-        summary.into(),
-        None,
-        Some(0),
-        frames,
-        0,
-        0,
-        String::new(),
-        Evidence::new(),
-    )
+    Finding::builder(detector, Severity::Warning)
+        .summary(summary)
+        .tcp_stream(0)
+        .frames(frames)
+        .build()
 }
 
 /// A report for `path` whose findings are exactly `findings` (the analysis
@@ -124,17 +117,40 @@ fn check(name: &str, cited_a: Vec<u64>, cited_b: Vec<u64>, expect_ifaces: u64) {
     .collect();
     assert_eq!(commented, cited, "{name}: commented frames");
 
-    // A frame cited by both findings carries both comments.
-    let filter = format!("frame.number == {}", both[0]);
-    let text = tshark_lines(
-        &out,
-        &["-Y", &filter, "-T", "fields", "-e", "frame.comment"],
-    )
-    .join("\n");
-    assert!(text.contains(&comment_for(&a)), "{name}: {text}");
-    assert!(text.contains(&comment_for(&b)), "{name}: {text}");
-    assert!(comment_for(&a)
-        .starts_with("pcapsleuth probe-timer-stall: first <finding>, with a line break"));
+    // A frame cited by both findings carries both comments: its role in
+    // the first (not that finding's first frame: no summary), and in the
+    // second, whose first frame it is (with the summary).
+    let text_of = |n: u64| {
+        let filter = format!("frame.number == {n}");
+        tshark_lines(
+            &out,
+            &["-Y", &filter, "-T", "fields", "-e", "frame.comment"],
+        )
+        .join("\n")
+    };
+    let text = text_of(both[0]);
+    let pos = cited_a.iter().position(|&f| f == both[0]).unwrap() + 1;
+    // Its place in the first finding (with what the frame is, when TCP).
+    let role_a = format!("cited frame {pos} of {}", cited_a.len());
+    assert!(
+        text.contains("pcapsleuth probe-timer-stall: "),
+        "{name}: {text}"
+    );
+    assert!(text.contains(&role_a), "{name}: {text}");
+    assert!(!text.contains("first <finding>"), "{name}: {text}");
+    assert!(
+        text.contains("pcapsleuth syn-retransmit: "),
+        "{name}: {text}"
+    );
+    assert!(text.contains("second finding"), "{name}: {text}");
+    let first = text_of(cited_a[0]);
+    for want in [
+        "pcapsleuth probe-timer-stall: ".to_string(),
+        format!("cited frame 1 of {}", cited_a.len()),
+        ". first <finding>, with a line break".to_string(),
+    ] {
+        assert!(first.contains(&want), "{name}: {first}");
+    }
 
     // Lengths, timestamps (ns) and interfaces unchanged, frame by frame.
     let before = frame_facts(&input);

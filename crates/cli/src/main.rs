@@ -5,7 +5,9 @@
 //! (per-flow table; all three take `--merge` to analyse all inputs as one
 //! capture set, numbered as `mergecap` would number the merged file), `annotate` (a pcapng copy of one capture with a packet
 //! comment on every cited frame, for Wireshark), `explain` (what a detector
-//! looks for) and `streams` (frame → `tcp.stream`, for comparison with tshark).
+//! looks for) and `streams` (frame → `tcp.stream`, for comparison with tshark),
+//! `report merge` (several JSON reports into one, e.g. from CI shards),
+//! `completions` and `man` (generated from this clap definition).
 //!
 //! Exit status: 0 success; 1 `check` found a finding at or above `--fail-on`;
 //! 2 an input could not be read (the others are still reported), `check` read
@@ -13,15 +15,18 @@
 //!
 //! This is the only crate that uses clap; library crates never see its types.
 
+mod extra;
 mod inputs;
+mod opts;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use opts::{color_for, parse_shard, ui, ColorWhen, Filters, FindingFilter, Shard};
 use pcapsleuth_analyze::{analyze_path, AnalyzeOptions, RunOptions};
 use pcapsleuth_core::Severity;
 use pcapsleuth_report::{
     render_capture_jsonl, render_capture_text, render_check_line, render_detector_list,
-    render_explain, render_flows_json, render_flows_text, render_json, render_markdown,
-    CaptureReport, DetectorDoc, Report, TextOptions, SCHEMA_VERSION,
+    render_explain, render_flows_json, render_flows_text, render_github, render_json, render_junit,
+    render_markdown, CaptureReport, DetectorDoc, Report, TextOptions, SCHEMA_VERSION,
 };
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -41,6 +46,14 @@ const EXIT_INPUT: i32 = 2;
     after_help = "Exit status: 0 ok; 1 `check` found a finding at or above --fail-on; 2 an input could not be read (for `check`, also read only in part, unless --allow-incomplete), or a usage error."
 )]
 struct Cli {
+    /// Colour the text output: auto (stdout is a terminal and NO_COLOR is
+    /// unset), always, never.
+    #[arg(long, value_enum, global = true, default_value_t = ColorWhen::Auto, value_name = "WHEN")]
+    color: ColorWhen,
+    /// Quiet: no progress bar, no notes on stderr (errors are still
+    /// printed); `check` prints only the captures that fail.
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -60,6 +73,24 @@ enum Format {
     /// external links). Needs -o FILE when stdout is a terminal; otherwise it
     /// is written to stdout (e.g. `> report.html`).
     Html,
+    /// Findings as an Apache Parquet table (one row per finding, with its
+    /// Community ID), for DuckDB, Spark or pandas. Needs -o FILE when stdout
+    /// is a terminal.
+    Parquet,
+}
+
+/// Output formats of `check`.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CheckFormat {
+    /// One summary line per capture.
+    Text,
+    /// The `analyze --format json` report (input of `report merge`).
+    Json,
+    /// JUnit XML: a test case per capture, a failure per finding at or
+    /// above --fail-on (GitLab, Jenkins, Azure DevOps, GitHub test reporters).
+    Junit,
+    /// GitHub Actions workflow commands (`::error file=…::…` annotations).
+    Github,
 }
 
 /// Output formats of `flows`.
@@ -69,11 +100,14 @@ enum FlowsFormat {
     Text,
     /// JSON document.
     Json,
+    /// Apache Parquet table, one row per flow (with its Community ID). Needs
+    /// -o FILE when stdout is a terminal.
+    Parquet,
 }
 
 /// `--fail-on` thresholds.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Threshold {
+pub(crate) enum Threshold {
     /// Any finding fails.
     Info,
     /// Warnings and errors fail.
@@ -83,7 +117,7 @@ enum Threshold {
 }
 
 impl Threshold {
-    fn severity(self) -> Severity {
+    pub(crate) fn severity(self) -> Severity {
         match self {
             Threshold::Info => Severity::Info,
             Threshold::Warning => Severity::Warning,
@@ -95,10 +129,23 @@ impl Threshold {
 #[derive(Subcommand)]
 enum Cmd {
     /// Analyse captures and report findings.
+    #[command(after_help = "Examples:
+  pcapsleuth analyze capture.pcapng
+  pcapsleuth analyze --format markdown -o ticket.md captures/
+  pcapsleuth analyze --only syn-retransmit,pmtu-blackhole --min-severity warning big.pcap
+  pcapsleuth analyze --format parquet -o findings.parquet captures/
+  pcapsleuth analyze --merge eth0.pcapng wlan0.pcapng")]
     Analyze {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        #[command(flatten)]
+        filters: Filters,
+        /// Analyse only shard K of N of the inputs (K/N, 1-based; `ci`:
+        /// GitLab's CI_NODE_INDEX/CI_NODE_TOTAL). Input i goes to shard
+        /// (i mod N)+1, in the expanded input order.
+        #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+        shard: Option<Shard>,
         /// Write the report to FILE instead of stdout (required for
         /// `--format html` when stdout is a terminal).
         #[arg(short, long, value_name = "FILE")]
@@ -118,10 +165,28 @@ enum Cmd {
         inputs: Vec<PathBuf>,
     },
     /// One summary line per capture; exit 1 if a finding reaches --fail-on.
+    #[command(after_help = "Examples:
+  pcapsleuth check captures/
+  pcapsleuth check --fail-on error --format junit -o junit.xml captures/
+  pcapsleuth check --format github captures/            # annotations in a GitHub workflow
+  pcapsleuth check --shard ci --format json -o shard.json captures/   # GitLab parallel: N
+  pcapsleuth report merge --format junit -o junit.xml shard-*.json")]
     Check {
         /// Lowest severity that fails the check.
         #[arg(long, value_enum, default_value_t = Threshold::Warning)]
         fail_on: Threshold,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+        format: CheckFormat,
+        /// Write the result to FILE instead of stdout (never over an input).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        filters: Filters,
+        /// Check only shard K of N of the inputs (K/N, 1-based; `ci`:
+        /// GitLab's CI_NODE_INDEX/CI_NODE_TOTAL).
+        #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+        shard: Option<Shard>,
         /// Do not fail (exit 2) on a capture read only in part (a record cut
         /// short or malformed: the line still says INCOMPLETE).
         #[arg(long)]
@@ -140,10 +205,18 @@ enum Cmd {
         inputs: Vec<PathBuf>,
     },
     /// Per-flow summary (Zeek conn_state, retransmissions, stalls, RTT).
+    #[command(after_help = "Examples:
+  pcapsleuth flows capture.pcapng
+  pcapsleuth flows --format json -o flows.json capture.pcapng
+  pcapsleuth flows --format parquet -o flows.parquet captures/")]
     Flows {
         /// Output format.
         #[arg(long, value_enum, default_value_t = FlowsFormat::Text)]
         format: FlowsFormat,
+        /// Only shard K of N of the inputs (K/N, 1-based; `ci`: GitLab's
+        /// CI_NODE_INDEX/CI_NODE_TOTAL).
+        #[arg(long, value_name = "K/N", value_parser = parse_shard)]
+        shard: Option<Shard>,
         /// Write the table to FILE instead of stdout (never over an input).
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -163,7 +236,10 @@ enum Cmd {
     /// Write a pcapng copy of INPUT with a packet comment on every frame a
     /// finding cites (filter `frame.comment` in Wireshark).
     #[command(
-        after_help = "Frame numbers, bytes and nanosecond timestamps are preserved. INPUT is read twice (analysis, then copy), so it must be a file: `-` (stdin) is refused. Exit status: 0 written; 2 INPUT could not be read or OUT could not be written."
+        after_help = "Frame numbers, bytes and nanosecond timestamps are preserved. INPUT is read twice (analysis, then copy), so it must be a file: `-` (stdin) is refused. Exit status: 0 written; 2 INPUT could not be read or OUT could not be written.
+
+Example:
+  pcapsleuth annotate -o annotated.pcapng capture.pcap && wireshark annotated.pcapng"
     )]
     Annotate {
         /// Output pcapng file (must not be INPUT).
@@ -174,46 +250,243 @@ enum Cmd {
         input: PathBuf,
     },
     /// Explain what a detector looks for (or list detectors).
+    #[command(after_help = "Examples:
+  pcapsleuth explain
+  pcapsleuth explain pmtu-blackhole")]
     Explain {
-        /// Detector id, e.g. syn-retransmit.
+        /// Detector id or alias, e.g. syn-retransmit.
         detector: Option<String>,
+        /// Write to FILE instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Debug: frame number and tcp.stream per line (as `tshark -T fields -e frame.number -e tcp.stream`).
+    #[command(after_help = "Example:
+  diff <(pcapsleuth streams c.pcap) <(tshark -r c.pcap -T fields -e frame.number -e tcp.stream)")]
     Streams {
         /// Capture file.
         input: PathBuf,
+        /// Write to FILE instead of stdout (never over the input).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Work on JSON reports (`report merge`).
+    Report {
+        #[command(subcommand)]
+        cmd: ReportCmd,
+    },
+    /// Print a shell completion script (generated from the clap definition).
+    #[command(after_help = "Examples:
+  pcapsleuth completions bash > /etc/bash_completion.d/pcapsleuth
+  pcapsleuth completions zsh -o ~/.zfunc/_pcapsleuth")]
+    Completions {
+        /// Shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+        /// Write to FILE instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Print the man page (roff), generated from the clap definition.
+    #[command(after_help = "Examples:
+  pcapsleuth man | man -l -
+  pcapsleuth man -o pcapsleuth.1; pcapsleuth man check -o pcapsleuth-check.1")]
+    Man {
+        /// A subcommand's page (pcapsleuth-SUBCOMMAND(1)) instead of pcapsleuth(1).
+        subcommand: Option<String>,
+        /// Write to FILE instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ReportCmd {
+    /// Merge JSON reports (`analyze`/`check --format json`, e.g. one per CI
+    /// shard) into one report in any format; captures in argument order.
+    #[command(
+        after_help = "Exit status: 0 ok; 1 with --fail-on, a finding reaches it; 2 a report could not be read.
+
+Examples:
+  pcapsleuth report merge -o all.json shard-1.json shard-2.json
+  pcapsleuth report merge --format junit --fail-on warning -o junit.xml shard-*.json"
+    )]
+    Merge {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = extra::MergeFormat::Json)]
+        format: extra::MergeFormat,
+        /// Exit 1 when a finding is at or above this severity (also the
+        /// failure threshold of junit and github output; default warning).
+        #[arg(long, value_enum)]
+        fail_on: Option<Threshold>,
+        /// Write the report to FILE instead of stdout.
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        filters: Filters,
+        /// JSON reports (`-` for stdin).
+        #[arg(required = true, value_name = "REPORT.json")]
+        inputs: Vec<PathBuf>,
     },
 }
 
 fn main() {
     let cli = Cli::parse();
+    opts::set_ui(opts::Ui {
+        color: cli.color,
+        quiet: cli.quiet,
+    });
     let code = match cli.cmd {
         Cmd::Analyze {
             format,
+            filters,
+            shard,
             output,
             merge,
             threads,
             inputs,
-        } => cmd_analyze(format, output.as_deref(), merge, threads, &inputs),
+        } => match filters.resolve() {
+            Ok(filter) => {
+                let run = Batch {
+                    filter,
+                    shard,
+                    merge,
+                    threads,
+                };
+                cmd_analyze(format, output.as_deref(), &run, &inputs)
+            }
+            Err(code) => code,
+        },
         Cmd::Check {
             fail_on,
+            format,
+            output,
+            filters,
+            shard,
             allow_incomplete,
             merge,
             threads,
             inputs,
-        } => cmd_check(fail_on, allow_incomplete, merge, threads, &inputs),
+        } => match filters.resolve() {
+            Ok(filter) => {
+                let run = Batch {
+                    filter,
+                    shard,
+                    merge,
+                    threads,
+                };
+                let gate = Gate {
+                    fail_on,
+                    allow_incomplete,
+                    format,
+                };
+                cmd_check(&gate, output.as_deref(), &run, &inputs)
+            }
+            Err(code) => code,
+        },
         Cmd::Flows {
             format,
+            shard,
             output,
             merge,
             threads,
             inputs,
-        } => cmd_flows(format, output.as_deref(), merge, threads, &inputs),
+        } => {
+            let run = Batch {
+                filter: FindingFilter::default(),
+                shard,
+                merge,
+                threads,
+            };
+            cmd_flows(format, output.as_deref(), &run, &inputs)
+        }
         Cmd::Annotate { output, input } => cmd_annotate(&input, &output),
-        Cmd::Explain { detector } => cmd_explain(detector.as_deref()),
-        Cmd::Streams { input } => cmd_streams(&input),
+        Cmd::Explain { detector, output } => cmd_explain(detector.as_deref(), output.as_deref()),
+        Cmd::Streams { input, output } => cmd_streams(&input, output.as_deref()),
+        Cmd::Report {
+            cmd:
+                ReportCmd::Merge {
+                    format,
+                    fail_on,
+                    output,
+                    filters,
+                    inputs,
+                },
+        } => match filters.resolve() {
+            Ok(filter) => extra::cmd_merge(extra::MergeArgs {
+                format,
+                fail_on,
+                output: output.as_deref(),
+                filter,
+                inputs: &inputs,
+            }),
+            Err(code) => code,
+        },
+        Cmd::Completions { shell, output } => extra::cmd_completions(shell, output.as_deref()),
+        Cmd::Man { subcommand, output } => extra::cmd_man(subcommand.as_deref(), output.as_deref()),
     };
     std::process::exit(code);
+}
+
+/// How a batch of inputs is analysed: finding filter, shard, `--merge`,
+/// threads.
+struct Batch {
+    filter: FindingFilter,
+    shard: Option<Shard>,
+    merge: bool,
+    threads: Option<usize>,
+}
+
+/// `check`'s gate and output format.
+struct Gate {
+    fail_on: Threshold,
+    allow_incomplete: bool,
+    format: CheckFormat,
+}
+
+/// Refuse to write a binary format (Parquet, HTML) to a terminal.
+fn check_binary_target(output: Option<&Path>, what: &str) -> Result<(), i32> {
+    if output.is_none() && std::io::stdout().is_terminal() {
+        eprintln!("pcapsleuth: the {what} needs -o FILE (or redirect stdout to a file)");
+        return Err(EXIT_INPUT);
+    }
+    Ok(())
+}
+
+/// Write the findings (or, with `flows`, the flows) of `report` as Parquet.
+fn put_parquet(out: &mut Out, report: &Report, flows: bool) -> Result<(), i32> {
+    let mut buf = Vec::new();
+    let res = if flows {
+        pcapsleuth_parquet_out::write_flows(report, &mut buf)
+    } else {
+        pcapsleuth_parquet_out::write_findings(report, &mut buf)
+    };
+    match res {
+        Ok(()) => {
+            out.put_bytes(&buf);
+            Ok(())
+        }
+        Err(e) => {
+            eprintln!("pcapsleuth: {e}");
+            Err(EXIT_INPUT)
+        }
+    }
+}
+
+/// Expand the inputs and keep those of the shard (refused with `--merge`:
+/// a merged set is one capture).
+fn batch_paths(inputs: &[PathBuf], run: &Batch) -> Result<(Vec<PathBuf>, bool), i32> {
+    let (paths, failed) = expand_inputs(inputs);
+    match run.shard {
+        Some(_) if run.merge => {
+            eprintln!(
+                "pcapsleuth: --shard cannot be combined with --merge (a merged set is one capture)"
+            );
+            Err(EXIT_INPUT)
+        }
+        Some(s) => Ok((s.select(paths), failed)),
+        None => Ok((paths, failed)),
+    }
 }
 
 /// Where output goes; write errors end the process (broken pipe = success).
@@ -241,7 +514,12 @@ impl Out {
 
     /// Write and flush (so streamed output appears as soon as it is ready).
     fn put(&mut self, s: &str) {
-        if let Err(e) = self.w.write_all(s.as_bytes()).and_then(|()| self.w.flush()) {
+        self.put_bytes(s.as_bytes());
+    }
+
+    /// [`Out::put`] for bytes (Parquet, man pages).
+    fn put_bytes(&mut self, b: &[u8]) {
+        if let Err(e) = self.w.write_all(b).and_then(|()| self.w.flush()) {
             exit_on_write_error(e);
         }
     }
@@ -253,13 +531,6 @@ fn exit_on_write_error(e: std::io::Error) -> ! {
     }
     eprintln!("pcapsleuth: write error: {e}");
     std::process::exit(EXIT_INPUT);
-}
-
-/// Colour only when stdout is a terminal and `NO_COLOR` is unset or empty
-/// (<https://no-color.org>).
-fn use_color() -> bool {
-    std::io::stdout().is_terminal()
-        && !matches!(std::env::var_os("NO_COLOR"), Some(v) if !v.is_empty())
 }
 
 /// Refuse `-` (standard input) given more than once: stdin can be read only
@@ -306,9 +577,9 @@ fn expand_inputs(inputs: &[PathBuf]) -> (Vec<PathBuf>, bool) {
 }
 
 /// A progress bar on stderr while several captures are analysed, only
-/// when stderr is a terminal.
+/// when stderr is a terminal and not `--quiet`.
 fn progress_bar(captures: usize) -> Option<indicatif::ProgressBar> {
-    (captures > 1 && std::io::stderr().is_terminal()).then(|| {
+    (captures > 1 && !ui().quiet && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::with_draw_target(
             Some(captures as u64),
             indicatif::ProgressDrawTarget::stderr(),
@@ -322,15 +593,17 @@ fn progress_bar(captures: usize) -> Option<indicatif::ProgressBar> {
     })
 }
 
-/// [`pcapsleuth_analyze::analyze_inputs`] with a progress bar: each report
-/// goes to `emit` in input order (one merged report with `merge`).
+/// [`pcapsleuth_analyze::analyze_inputs`] with a progress bar: each report,
+/// its findings filtered, goes to `emit` in input order (one merged report
+/// with `merge`). `emit` runs with the bar hidden ([`indicatif::ProgressBar::suspend`]),
+/// so what it prints on the terminal never mixes with a stale bar line.
 fn analyze_inputs(
     paths: &[PathBuf],
     opts: &AnalyzeOptions,
-    merge: bool,
-    threads: Option<usize>,
-    emit: impl FnMut(CaptureReport),
+    run: &Batch,
+    mut emit: impl FnMut(CaptureReport),
 ) -> Result<(), i32> {
+    let (merge, threads) = (run.merge, run.threads);
     let bar = if merge {
         None
     } else {
@@ -342,8 +615,15 @@ fn analyze_inputs(
             b.inc(1);
         }
     };
+    let emit_filtered = |mut c: CaptureReport| {
+        run.filter.apply(&mut c);
+        match &bar {
+            Some(b) => b.suspend(|| emit(c)),
+            None => emit(c),
+        }
+    };
     let run = RunOptions { merge, threads };
-    let res = pcapsleuth_analyze::analyze_inputs(paths, opts, run, done, emit);
+    let res = pcapsleuth_analyze::analyze_inputs(paths, opts, run, done, emit_filtered);
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -353,21 +633,24 @@ fn analyze_inputs(
     })
 }
 
-fn cmd_analyze(
-    format: Format,
-    output: Option<&Path>,
-    merge: bool,
-    threads: Option<usize>,
-    inputs: &[PathBuf],
-) -> i32 {
-    if format == Format::Html && output.is_none() && std::io::stdout().is_terminal() {
-        eprintln!("pcapsleuth: --format html needs -o FILE (or redirect stdout to a file)");
-        return EXIT_INPUT;
+fn cmd_analyze(format: Format, output: Option<&Path>, run: &Batch, inputs: &[PathBuf]) -> i32 {
+    let binary = match format {
+        Format::Html => Some("--format html"),
+        Format::Parquet => Some("--format parquet"),
+        _ => None,
+    };
+    if let Some(what) = binary {
+        if let Err(code) = check_binary_target(output, what) {
+            return code;
+        }
     }
     if let Err(code) = check_stdin_once(inputs) {
         return code;
     }
-    let (paths, mut failed) = expand_inputs(inputs);
+    let (paths, mut failed) = match batch_paths(inputs, run) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     if let Err(code) = check_not_an_input(output, &paths) {
         return code;
     }
@@ -375,11 +658,16 @@ fn cmd_analyze(
         Ok(o) => o,
         Err(code) => return code,
     };
-    let color = output.is_none() && use_color();
+    let color = color_for(output);
     let text_opts = TextOptions { color };
     let mut captures = Vec::new();
     let mut first = true;
-    let res = analyze_inputs(&paths, &AnalyzeOptions::default(), merge, threads, |c| {
+    // The HTML report draws the time-lost bar from the flows' stall ledger.
+    let opts = AnalyzeOptions {
+        with_flows: matches!(format, Format::Html),
+        ..AnalyzeOptions::default()
+    };
+    let res = analyze_inputs(&paths, &opts, run, |c| {
         // Also on stderr in text mode: `analyze missing.pcap > r.txt` must
         // not be silent on the terminal.
         failed |= report_read_problems(&c);
@@ -391,7 +679,7 @@ fn cmd_analyze(
                 }
                 out.put(&render_capture_text(&c, &text_opts));
             }
-            Format::Json | Format::Markdown | Format::Html => captures.push(c),
+            Format::Json | Format::Markdown | Format::Html | Format::Parquet => captures.push(c),
         }
         first = false;
     });
@@ -411,6 +699,11 @@ fn cmd_analyze(
             let series = pcapsleuth_html::series_for_report(&report);
             out.put(&pcapsleuth_html::render_html(&report, &series));
         }
+        Format::Parquet => {
+            if let Err(code) = put_parquet(&mut out, &report, false) {
+                return code;
+            }
+        }
         Format::Text | Format::Jsonl => {}
     }
     if failed {
@@ -427,7 +720,7 @@ fn report_read_problems(c: &CaptureReport) -> bool {
         eprintln!("pcapsleuth: error: {e}");
         return true;
     }
-    if let Some(w) = &c.incomplete {
+    if let (Some(w), false) = (&c.incomplete, ui().quiet) {
         eprintln!(
             "pcapsleuth: warning: {}: read only in part ({} frames): {}",
             c.path, c.packets, w.message
@@ -466,33 +759,51 @@ fn cmd_annotate(input: &Path, output: &Path) -> i32 {
     }
 }
 
-fn cmd_check(
-    fail_on: Threshold,
-    allow_incomplete: bool,
-    merge: bool,
-    threads: Option<usize>,
-    inputs: &[PathBuf],
-) -> i32 {
+fn cmd_check(gate: &Gate, output: Option<&Path>, run: &Batch, inputs: &[PathBuf]) -> i32 {
     if let Err(code) = check_stdin_once(inputs) {
         return code;
     }
-    let (paths, mut unreadable) = expand_inputs(inputs);
-    let threshold = fail_on.severity();
-    let mut out = match Out::open(None) {
+    let (paths, mut unreadable) = match batch_paths(inputs, run) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if let Err(code) = check_not_an_input(output, &paths) {
+        return code;
+    }
+    let threshold = gate.fail_on.severity();
+    let mut out = match Out::open(output) {
         Ok(o) => o,
         Err(code) => return code,
     };
     let mut failed = false;
-    let res = analyze_inputs(&paths, &AnalyzeOptions::default(), merge, threads, |c| {
+    let mut captures = Vec::new();
+    let res = analyze_inputs(&paths, &AnalyzeOptions::default(), run, |c| {
         let (line, fails) = render_check_line(&c, threshold);
         // A capture read only in part fails the gate like an unreadable one.
-        unreadable |= c.error.is_some() || (c.incomplete.is_some() && !allow_incomplete);
+        let bad = c.error.is_some() || (c.incomplete.is_some() && !gate.allow_incomplete);
+        unreadable |= bad;
         failed |= fails;
-        out.put(&line);
-        out.put("\n");
+        match gate.format {
+            CheckFormat::Text if !ui().quiet || fails || bad => {
+                out.put(&line);
+                out.put("\n");
+            }
+            CheckFormat::Text => {}
+            CheckFormat::Json | CheckFormat::Junit | CheckFormat::Github => captures.push(c),
+        }
     });
     if let Err(code) = res {
         return code;
+    }
+    let report = Report {
+        schema_version: SCHEMA_VERSION,
+        captures,
+    };
+    match gate.format {
+        CheckFormat::Text => {}
+        CheckFormat::Json => out.put(&render_json(&report)),
+        CheckFormat::Junit => out.put(&render_junit(&report, threshold, gate.allow_incomplete)),
+        CheckFormat::Github => out.put(&render_github(&report, threshold, gate.allow_incomplete)),
     }
     if unreadable {
         EXIT_INPUT
@@ -503,17 +814,19 @@ fn cmd_check(
     }
 }
 
-fn cmd_flows(
-    format: FlowsFormat,
-    output: Option<&Path>,
-    merge: bool,
-    threads: Option<usize>,
-    inputs: &[PathBuf],
-) -> i32 {
+fn cmd_flows(format: FlowsFormat, output: Option<&Path>, run: &Batch, inputs: &[PathBuf]) -> i32 {
+    if format == FlowsFormat::Parquet {
+        if let Err(code) = check_binary_target(output, "--format parquet") {
+            return code;
+        }
+    }
     if let Err(code) = check_stdin_once(inputs) {
         return code;
     }
-    let (paths, mut failed) = expand_inputs(inputs);
+    let (paths, mut failed) = match batch_paths(inputs, run) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
     if let Err(code) = check_not_an_input(output, &paths) {
         return code;
     }
@@ -522,7 +835,7 @@ fn cmd_flows(
         ..AnalyzeOptions::default()
     };
     let mut captures = Vec::new();
-    let res = analyze_inputs(&paths, &opts, merge, threads, |c| {
+    let res = analyze_inputs(&paths, &opts, run, |c| {
         failed |= report_read_problems(&c);
         captures.push(c);
     });
@@ -537,10 +850,15 @@ fn cmd_flows(
         Ok(o) => o,
         Err(code) => return code,
     };
-    out.put(&match format {
-        FlowsFormat::Text => render_flows_text(&report),
-        FlowsFormat::Json => render_flows_json(&report),
-    });
+    match format {
+        FlowsFormat::Text => out.put(&render_flows_text(&report)),
+        FlowsFormat::Json => out.put(&render_flows_json(&report)),
+        FlowsFormat::Parquet => {
+            if let Err(code) = put_parquet(&mut out, &report, true) {
+                return code;
+            }
+        }
+    }
     if failed {
         EXIT_INPUT
     } else {
@@ -559,7 +877,7 @@ fn doc_of(i: &pcapsleuth_analyze::DetectorInfo) -> DetectorDoc<'_> {
 }
 
 /// `explain`: the detector list, or one detector's README (by id or alias).
-fn cmd_explain(detector: Option<&str>) -> i32 {
+fn cmd_explain(detector: Option<&str>, output: Option<&Path>) -> i32 {
     let infos = pcapsleuth_analyze::detector_infos();
     let docs: Vec<DetectorDoc<'_>> = infos.iter().map(doc_of).collect();
     let text = match detector {
@@ -578,7 +896,7 @@ fn cmd_explain(detector: Option<&str>) -> i32 {
             }
         },
     };
-    match Out::open(None) {
+    match Out::open(output) {
         Ok(mut out) => {
             out.put(&text);
             EXIT_OK
@@ -587,8 +905,11 @@ fn cmd_explain(detector: Option<&str>) -> i32 {
     }
 }
 
-fn cmd_streams(input: &Path) -> i32 {
-    let mut out = match Out::open(None) {
+fn cmd_streams(input: &Path, output: Option<&Path>) -> i32 {
+    if let Err(code) = check_not_an_input(output, &[input.to_path_buf()]) {
+        return code;
+    }
+    let mut out = match Out::open(output) {
         Ok(o) => o,
         Err(code) => return code,
     };

@@ -79,8 +79,15 @@ fn analyze_and_flows_refuse_to_write_over_an_input() {
     ] {
         let o = run(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
-        assert!(stderr(&o).contains("refusing to write the report over the input"), "{o:?}");
-        assert_eq!(std::fs::read(&x).unwrap(), original, "{args:?} touched the input");
+        assert!(
+            stderr(&o).contains("refusing to write the report over the input"),
+            "{o:?}"
+        );
+        assert_eq!(
+            std::fs::read(&x).unwrap(),
+            original,
+            "{args:?} touched the input"
+        );
     }
     // A new file is fine, and flows -o writes the table there.
     let out = d.join("flows.txt");
@@ -112,7 +119,10 @@ fn standard_input_given_twice_is_a_usage_error() {
             .write_all(&fixture("syn-drops.pcap"));
         let o = child.wait_with_output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
-        assert!(stderr(&o).contains("standard input can be read only once"), "{o:?}");
+        assert!(
+            stderr(&o).contains("standard input can be read only once"),
+            "{o:?}"
+        );
         assert!(o.stdout.is_empty(), "{o:?}");
     }
 }
@@ -149,7 +159,9 @@ fn check_fails_on_a_capture_read_only_in_part() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     let line = stdout(&o);
     assert!(
-        line.contains(&format!("INCOMPLETE: read 20 frames, then stopped at byte {off} (frame 21)")),
+        line.contains(&format!(
+            "INCOMPLETE: read 20 frames, then stopped at byte {off} (frame 21)"
+        )),
         "{line}"
     );
     assert!(!line.contains(": ok:"), "{line}");
@@ -169,16 +181,31 @@ fn check_fails_on_a_capture_read_only_in_part() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["captures"][0]["incomplete"]["kind"], "truncated_record");
     assert_eq!(v["captures"][0]["incomplete"]["frame"], 19);
-    let o = run(&["analyze", "--format", "jsonl", s(&cut), "does/not/exist.pcap"]);
+    let o = run(&[
+        "analyze",
+        "--format",
+        "jsonl",
+        s(&cut),
+        "does/not/exist.pcap",
+    ]);
     let lines: Vec<serde_json::Value> = stdout(&o)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
     let records: Vec<&str> = lines.iter().filter_map(|l| l["record"].as_str()).collect();
-    assert_eq!(records, ["capture_incomplete", "capture_error"], "{lines:?}");
+    assert_eq!(
+        records,
+        ["capture_incomplete", "capture_error"],
+        "{lines:?}"
+    );
     assert_eq!(lines.last().unwrap()["path"], "does/not/exist.pcap");
     // A complete capture has no such record.
-    let o = run(&["analyze", "--format", "jsonl", "fixtures/captures/syn-drops.pcap"]);
+    let o = run(&[
+        "analyze",
+        "--format",
+        "jsonl",
+        "fixtures/captures/syn-drops.pcap",
+    ]);
     assert!(!stdout(&o).contains("\"record\""), "{o:?}");
     assert_eq!(o.status.code(), Some(0));
 }
@@ -202,7 +229,10 @@ fn gzip_cut_on_a_record_boundary_is_incomplete() {
     assert!(line.contains("INCOMPLETE: read 20 frames"), "{line}");
     assert!(line.contains("gzip"), "{line}");
     let o = run(&["analyze", s(&p)]);
-    assert!(stdout(&o).contains("capture warning: truncated_record"), "{o:?}");
+    assert!(
+        stdout(&o).contains("capture warning: truncated_record"),
+        "{o:?}"
+    );
     // The whole stream, properly finished, is complete.
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     enc.write_all(&raw).unwrap();
@@ -251,7 +281,10 @@ fn merge_out_of_file_descriptors_fails_loudly_instead_of_covering_a_subset() {
     let o = Command::new("sh").arg("-c").arg(&cmd).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     let out = stdout(&o);
-    assert!(out.contains("could not be opened for lack of file descriptors"), "{out}");
+    assert!(
+        out.contains("could not be opened for lack of file descriptors"),
+        "{out}"
+    );
     assert!(out.contains("nothing was analysed"), "{out}");
     assert!(out.contains("0 findings"), "{out}");
 }
@@ -287,7 +320,12 @@ fn syn_unanswered_at_the_end_of_a_cut_capture_does_not_fail_the_error_gate() {
             .contains("still unanswered when the capture ended"));
     }
     // The full capture concludes them (they connected after more retries).
-    let o = run(&["analyze", "--format", "json", "fixtures/captures/syn-drops.pcap"]);
+    let o = run(&[
+        "analyze",
+        "--format",
+        "json",
+        "fixtures/captures/syn-drops.pcap",
+    ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     for f in v["captures"][0]["findings"].as_array().unwrap() {
         if [42001, 43001, 45001].contains(&f["flow"]["client_port"].as_u64().unwrap_or(0)) {

@@ -107,11 +107,17 @@ pub struct StreamRef {
 impl StreamRef {
     /// A `tcp.stream`.
     pub const fn tcp(id: u64) -> StreamRef {
-        StreamRef { protocol: Protocol::Tcp, id }
+        StreamRef {
+            protocol: Protocol::Tcp,
+            id,
+        }
     }
     /// A `udp.stream`.
     pub const fn udp(id: u64) -> StreamRef {
-        StreamRef { protocol: Protocol::Udp, id }
+        StreamRef {
+            protocol: Protocol::Udp,
+            id,
+        }
     }
 }
 
@@ -448,7 +454,10 @@ mod tests {
             .build();
         assert_eq!(f.frames, vec![1, 9]);
         assert_eq!(f.stream_filter.as_deref(), Some("tcp.stream eq 4"));
-        assert!(f.streams.is_empty(), "one stream is said by tcp_stream alone");
+        assert!(
+            f.streams.is_empty(),
+            "one stream is said by tcp_stream alone"
+        );
     }
 
     #[test]
@@ -485,12 +494,18 @@ mod tests {
             .build();
         let keys: Vec<&String> = f.evidence.keys().collect();
         assert_eq!(keys, ["zeta_ms", "alpha"]);
-        assert_eq!(serde_json::to_string(&f.evidence).unwrap(), r#"{"zeta_ms":1.5,"alpha":2}"#);
+        assert_eq!(
+            serde_json::to_string(&f.evidence).unwrap(),
+            r#"{"zeta_ms":1.5,"alpha":2}"#
+        );
     }
 
     #[test]
     fn protocol_is_closed_and_lowercase() {
-        assert_eq!(serde_json::to_string(&Protocol::Icmpv6).unwrap(), "\"icmpv6\"");
+        assert_eq!(
+            serde_json::to_string(&Protocol::Icmpv6).unwrap(),
+            "\"icmpv6\""
+        );
         assert_eq!(Protocol::from_ip_protocol(58), Some(Protocol::Icmpv6));
         assert_eq!(Protocol::from_ip_protocol(47), None);
         assert_eq!(Protocol::Icmp.stream_field(), None);

@@ -15,6 +15,7 @@ pub mod finding;
 pub mod flowkey;
 pub mod seq;
 pub mod time;
+pub mod timer;
 
 pub use consts::{ip_protocol, linktype};
 pub use finding::{Evidence, Finding, FindingBuilder, FlowRef, Protocol, Severity, StreamRef};

@@ -81,8 +81,12 @@ struct Watch {
 pub struct FollowUp {
     history: VecDeque<(StreamId, Direction, SegRec)>,
     watches: Vec<Watch>,
-    open: crate::StreamMap<(StreamId, Direction), Vec<WatchId>>,
+    open: crate::StreamMap<(StreamId, Direction), VecDeque<WatchId>>,
     open_count: usize,
+    /// No watch before this index is open (watches close oldest first or
+    /// when resolved), so [`FollowUp::close_oldest`] never rescans them: a
+    /// flood of triggers stays linear.
+    oldest_open: WatchId,
 }
 
 impl FollowUp {
@@ -151,7 +155,7 @@ impl FollowUp {
         }
         let id = self.watches.len();
         self.watches.push(w);
-        self.open.entry((stream, dir)).or_default().push(id);
+        self.open.entry((stream, dir)).or_default().push_back(id);
         self.open_count += 1;
         if self.open_count > MAX_OPEN_WATCHES {
             self.close_oldest();
@@ -173,17 +177,30 @@ impl FollowUp {
             .map(|(_, _, r)| r)
     }
 
+    /// Close the oldest open watch (as it stands). Amortised O(1): the
+    /// cursor only moves forward, and the oldest open watch is the first of
+    /// its flow direction's list (lists are in watch order).
     fn close_oldest(&mut self) {
-        if let Some(w) = self.watches.iter_mut().find(|w| w.open) {
-            w.open = false;
-            let key = (w.stream, w.dir);
-            if let Some(ids) = self.open.get_mut(&key) {
-                if !ids.is_empty() {
-                    ids.remove(0);
-                }
-            }
-            self.open_count = self.open_count.saturating_sub(1);
+        while self.watches.get(self.oldest_open).is_some_and(|w| !w.open) {
+            self.oldest_open += 1;
         }
+        let id = self.oldest_open;
+        let Some(w) = self.watches.get_mut(id) else {
+            return;
+        };
+        w.open = false;
+        let key = (w.stream, w.dir);
+        if let Some(ids) = self.open.get_mut(&key) {
+            if ids.front() == Some(&id) {
+                ids.pop_front();
+            } else {
+                ids.retain(|&x| x != id);
+            }
+            if ids.is_empty() {
+                self.open.remove(&key);
+            }
+        }
+        self.open_count = self.open_count.saturating_sub(1);
     }
 }
 
@@ -234,5 +251,33 @@ mod tests {
         let w3 = f.watch(0, Direction::ClientToServer, 5000, Timestamp(0));
         f.on_segment(&seg(4, 300, 6000, 10));
         assert_eq!(f.result(w3), None);
+    }
+}
+
+#[cfg(test)]
+mod flood_tests {
+    use super::*;
+    use crate::synth::{segment, C2S};
+
+    #[test]
+    fn a_flood_of_watches_closes_the_oldest_in_linear_time() {
+        let mut f = FollowUp::new();
+        f.on_segment(&segment(C2S, 1, Timestamp(0), 7, 1, 1448));
+        // Three times the open-watch cap on one flow direction, none
+        // resolved: each watch past the cap closes the oldest. Quadratic
+        // (a scan from the first watch per close) this took minutes at 1 M.
+        let n = 3 * MAX_OPEN_WATCHES;
+        let started = std::time::Instant::now();
+        let ids: Vec<WatchId> = (0..n)
+            .map(|i| f.watch(0, Direction::ClientToServer, 1, Timestamp(i as i64 + 1)))
+            .collect();
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        assert_eq!(f.open_count, MAX_OPEN_WATCHES);
+        let open: usize = f.open.values().map(VecDeque::len).sum();
+        assert_eq!(open, MAX_OPEN_WATCHES);
+        // The newest watches are the open ones, and still resolve.
+        f.on_segment(&segment(C2S, 2, Timestamp(1_000_000_000), 7, 1, 1448));
+        assert_eq!(f.result(ids[n - 1]).map(|r| r.frame), Some(2));
+        assert_eq!(f.result(ids[0]), None);
     }
 }

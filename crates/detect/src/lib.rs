@@ -8,15 +8,20 @@
 
 pub mod fasthash;
 pub mod followup;
+pub mod peer;
+pub mod quality;
 pub mod retx;
 #[cfg(any(test, feature = "test-support"))]
 pub mod synth;
-pub mod timer;
+/// Timer tolerance (the Linux timer wheel), shared with the stall ledger; it lives in core.
+pub use pcapsleuth_core::timer;
+pub use pcapsleuth_ledger::LedgerReport;
 
 pub use fasthash::{StreamMap, StreamSet};
 pub use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};
 pub use pcapsleuth_decode::Decoded;
 pub use pcapsleuth_flow::{FlowEvent, FlowSummary, PacketFlowInfo, PacketMeta};
+pub use peer::{Peer, Role};
 
 use pcapsleuth_core::{Endpoint, InterfaceId, StreamId, Timestamp};
 use std::collections::HashMap;
@@ -51,10 +56,10 @@ pub struct InterfaceContext {
     pub last_ts: Option<Timestamp>,
     /// Frames seen on it.
     pub frames: u64,
-    /// Packets dropped by the capturing interface (pcapng Interface
-    /// Statistics Block `isb_ifdrop`, RFC draft-ietf-opsawg-pcapng §4.6),
-    /// when the file records it. `None` today: the ingest crate does not
-    /// parse ISBs yet.
+    /// Packets the capture itself dropped on this interface: pcapng
+    /// Interface Statistics Block `isb_ifdrop` + `isb_osdrop`
+    /// (draft-ietf-opsawg-pcapng §4.6; the last ISB carrying each), when the
+    /// file records either. `None` for legacy pcap and pcapng without ISB.
     pub if_drops: Option<u64>,
 }
 
@@ -87,9 +92,23 @@ pub struct FinishContext {
     /// Per-flow summaries (the `pcapsleuth flows` rows), one per `tcp.stream`
     /// in stream order.
     pub flows: Vec<FlowSummary>,
+    /// What the capture itself lost, cut, doubled or reordered
+    /// ([`quality::CaptureQuality`]): consult it before calling a loss or a
+    /// silence a network fault ([`quality::CaptureQuality::capture_lost_bytes`],
+    /// [`quality::CaptureQuality::one_sided`]).
+    pub quality: quality::CaptureQuality,
+    /// The capture's stall ledger, when the pipeline ran one: every wait of
+    /// every TCP connection with its cause (data flows flow → ledger →
+    /// detectors).
+    pub ledger: Option<LedgerReport>,
 }
 
 impl FinishContext {
+    /// The stall ledger's report, if the pipeline ran one.
+    pub fn ledger(&self) -> Option<&LedgerReport> {
+        self.ledger.as_ref()
+    }
+
     /// The [`FlowRef`] (client → server) of a TCP stream, if known.
     pub fn flow_ref(&self, stream: StreamId) -> Option<FlowRef> {
         self.streams.get(&stream).map(|(c, s)| FlowRef {
@@ -202,18 +221,30 @@ mod tests {
     fn open_at_end_until_the_next_timer_is_surely_due() {
         let c = ctx(None, 5_000);
         // Last transmission at 4 s, next timer 2 s later: still open at 5 s.
-        assert_eq!(c.open_at_end(None, Timestamp(4_000 * MS), 2_000 * MS), Some(1_000 * MS));
+        assert_eq!(
+            c.open_at_end(None, Timestamp(4_000 * MS), 2_000 * MS),
+            Some(1_000 * MS)
+        );
         // Within the late slack of the timer window: still open.
-        assert!(c.open_at_end(None, Timestamp(2_950 * MS), 2_000 * MS).is_some());
+        assert!(c
+            .open_at_end(None, Timestamp(2_950 * MS), 2_000 * MS)
+            .is_some());
         // Overdue: concluded.
         assert_eq!(c.open_at_end(None, Timestamp(1_000 * MS), 2_000 * MS), None);
         // The interface stopped early: its own end counts.
         let c = ctx(Some(4_100), 60_000);
         assert_eq!(c.capture_end(Some(0)), Some(Timestamp(4_100 * MS)));
         assert_eq!(c.capture_end(Some(7)), Some(Timestamp(60_000 * MS)));
-        assert!(c.open_at_end(Some(0), Timestamp(4_000 * MS), 2_000 * MS).is_some());
-        assert!(c.open_at_end(None, Timestamp(4_000 * MS), 2_000 * MS).is_none());
+        assert!(c
+            .open_at_end(Some(0), Timestamp(4_000 * MS), 2_000 * MS)
+            .is_some());
+        assert!(c
+            .open_at_end(None, Timestamp(4_000 * MS), 2_000 * MS)
+            .is_none());
         // No frames: unknown, not censored.
-        assert_eq!(FinishContext::default().open_at_end(None, Timestamp(0), MS), None);
+        assert_eq!(
+            FinishContext::default().open_at_end(None, Timestamp(0), MS),
+            None
+        );
     }
 }

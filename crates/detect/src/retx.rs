@@ -274,10 +274,8 @@ pub fn is_backoff_ladder(gaps_ns: &[i64]) -> bool {
     monotone && backoff_doublings(gaps_ns) >= 2
 }
 
-/// ns → ms with three decimals, for evidence.
-pub fn ns_to_ms(ns: i64) -> f64 {
-    (ns as f64 / 1_000.0).round() / 1_000.0
-}
+/// ns → ms with three decimals, for evidence (one definition, in core).
+pub use pcapsleuth_core::time::ns_to_ms;
 
 /// Whether a TTL / hop limit is an unrouted initial value (64 Linux/macOS,
 /// 128 Windows, 255 network gear, 32 old Windows): a packet still carrying

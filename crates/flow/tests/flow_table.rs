@@ -349,7 +349,10 @@ fn every_icmp_error_quoting_a_packet_is_reported_once() {
         assert_eq!(ev.quoted_ports, ports.is_some());
         assert_eq!(ev.kind, kind);
         assert!(!ev.quotes_tcp());
-        assert_eq!((ev.stream, ev.quoted_rel_seq, ev.matched), (None, None, None));
+        assert_eq!(
+            (ev.stream, ev.quoted_rel_seq, ev.matched),
+            (None, None, None)
+        );
         assert_eq!(ev.quoted_ip_id, Some(0x4242));
         assert_eq!(ev.quoted_ip_len, 1500);
         assert_eq!(ev.quoted_src.port, ports.map_or(0, |p| p.0));

@@ -21,7 +21,12 @@ fn main() {
         eprintln!("usage: html_report CAPTURE... -o OUT.html");
         std::process::exit(2);
     };
-    let opts = AnalyzeOptions::default();
+    // With the flows (and their stall ledgers), so the page shows the time
+    // lost by cause.
+    let opts = AnalyzeOptions {
+        with_flows: true,
+        ..AnalyzeOptions::default()
+    };
     let report = Report {
         schema_version: SCHEMA_VERSION,
         captures: inputs.iter().map(|p| analyze_path(p, &opts)).collect(),

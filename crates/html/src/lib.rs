@@ -4,14 +4,28 @@
 //! and nothing else: no script, no external style sheet, font, image or
 //! link, so it opens offline and can be mailed as is. Per capture it shows:
 //!
+//! - for a multi-capture report, a summary table first that is also the
+//!   contents (one row per capture, linking to its section);
 //! - the capture facts (format, packets, time span, interfaces, warnings);
+//! - a table of the flows with findings (protocol, endpoints, stream,
+//!   findings, detectors), each finding linked;
+//! - when the report carries flows with a stall ledger, the time lost to
+//!   stalls by cause as one stacked bar ([`budget::stacked_bar`]);
 //! - a timeline of the findings (x = time since the first frame, one row per
 //!   detector, each marker links to its finding);
 //! - per finding its summary, remedy, evidence and display filters, and for a
 //!   TCP finding a time–sequence ("Stevens") graph of its flow
-//!   ([`svg::stevens`]), with the cited frames labelled by number;
-//! - per service (server `ip:port`) with `syn-retransmit` findings a
-//!   histogram of their connection-setup delays (evidence `delay_ms`).
+//!   ([`svg::stevens`]), with the cited frames labelled by number and a
+//!   legend of the series actually drawn; a `syn-retransmit` finding gets
+//!   its SYN ladder instead ([`ladder::syn_ladder`]: attempts against time,
+//!   with the expected retry schedule), a `cross-interface-loss` finding a
+//!   picture of the path through the host ([`path::loss_path`]);
+//! - per service (server `ip:port`) with at least
+//!   [`MIN_HISTOGRAM_CONNECTIONS`] delayed connections a histogram of their
+//!   connection-setup delays (evidence `delay_ms`); fewer are listed.
+//!
+//! The page is laid out to stay readable from 800 px wide: graphs are 800
+//! user units wide with text of 11 px and up, long paths and filters wrap.
 //!
 //! The graphs need per-segment data which the [`Report`] deliberately does not
 //! carry; [`collect_series`] (or [`series_for_report`]) re-reads each capture
@@ -20,6 +34,9 @@
 //!
 //! All text from the capture or the report is escaped ([`svg::esc`]).
 
+pub mod budget;
+pub mod ladder;
+pub mod path;
 pub mod series;
 pub mod svg;
 
@@ -58,9 +75,18 @@ pub fn series_for_report(report: &Report) -> Vec<FlowSeries> {
     out
 }
 
+/// Fewest delayed connections of one service for which a delay histogram is
+/// drawn; a histogram of fewer bars says nothing a list does not.
+pub const MIN_HISTOGRAM_CONNECTIONS: usize = 5;
+
 const CSS: &str = r#"
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1160px;color:#212529;background:#fff;line-height:1.4}
-h1{font-size:1.6em;margin:0 0 .3em} h2{font-size:1.3em;border-bottom:2px solid #dee2e6;padding-bottom:.2em;margin-top:1.6em}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;padding:0 16px;max-width:1000px;color:#212529;background:#fff;line-height:1.45;font-size:15px}
+h1,h2,h3,p,table.facts td{overflow-wrap:anywhere}
+h1{font-size:1.5em;margin:0 0 .3em} h2{font-size:1.25em;border-bottom:2px solid #dee2e6;padding-bottom:.2em;margin-top:1.6em}
+table.list{border-collapse:collapse;margin:.5em 0;font-size:.92em} table.list th{white-space:nowrap} table.list td.ep{white-space:nowrap}
+@media (max-width:840px){table.list td.ep{white-space:normal}} table.list td,table.list th{border:1px solid #dee2e6;padding:3px 6px;text-align:left;vertical-align:top}
+table.list th{background:#f1f3f5;font-weight:600} table.list td.n{text-align:right;white-space:nowrap}
+@media (max-width:840px){body{margin:12px auto;padding:0 10px;font-size:14px} .finding{padding:8px 10px}}
 h3{font-size:1.05em;margin:.2em 0}
 table.facts{border-collapse:collapse;margin:.5em 0} table.facts td,table.facts th{border:1px solid #dee2e6;padding:3px 8px;text-align:left;vertical-align:top}
 table.facts th{background:#f1f3f5;font-weight:600}
@@ -68,9 +94,9 @@ table.facts th{background:#f1f3f5;font-weight:600}
 .finding.error{border-left-color:#c92a2a} .finding.warning{border-left-color:#e67700} .finding.info{border-left-color:#1971c2}
 .sev{display:inline-block;color:#fff;border-radius:3px;padding:0 6px;font-size:.85em;font-weight:600;text-transform:uppercase}
 .sev.error{background:#c92a2a} .sev.warning{background:#e67700} .sev.info{background:#1971c2}
-code{background:#f1f3f5;padding:1px 4px;border-radius:3px;font-size:.92em;word-break:break-all}
+code{background:#f1f3f5;padding:1px 4px;border-radius:3px;font-size:.92em;overflow-wrap:anywhere}
 .remedy{background:#ebfbee;border:1px solid #b2f2bb;padding:6px 10px;border-radius:4px}
-.legend span{display:inline-block;margin-right:14px;font-size:.9em}
+.legend span{display:inline-block;margin-right:14px;font-size:.9em;white-space:nowrap}
 .legend i{display:inline-block;width:18px;height:4px;vertical-align:middle;margin-right:4px}
 .muted{color:#868e96} svg{max-width:100%;height:auto;display:block;margin:6px 0}
 details summary{cursor:pointer;color:#495057}
@@ -99,11 +125,145 @@ pub fn render_html(report: &Report, series: &[FlowSeries]) -> String {
         report.captures.len(),
         total
     );
+    if report.captures.len() > 1 {
+        render_summary(&mut o, report);
+    }
     for (ci, c) in report.captures.iter().enumerate() {
         render_capture(&mut o, ci, c, series);
     }
     o.push_str("</body>\n</html>\n");
     o
+}
+
+/// The summary table of a multi-capture report, which is also its contents:
+/// one row per capture (linked to its section) with packets, duration and
+/// findings per severity and detector.
+fn render_summary(o: &mut String, report: &Report) {
+    o.push_str("<h2 id=\"contents\">Summary and contents</h2>\n<table class=\"list summary\"><tr><th>#</th><th>capture</th><th>packets</th><th>duration</th><th>errors</th><th>warnings</th><th>info</th><th>detectors</th></tr>\n");
+    for (ci, c) in report.captures.iter().enumerate() {
+        let by = |sev: &str| {
+            c.findings
+                .iter()
+                .filter(|f| f.severity.as_str() == sev)
+                .count()
+        };
+        let mut dets: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in &c.findings {
+            *dets.entry(f.detector.as_str()).or_default() += 1;
+        }
+        let dets: Vec<String> = dets.iter().map(|(d, n)| format!("{d} ×{n}")).collect();
+        let duration = if c.packets > 0 {
+            format_duration_s(c.last_ts_ns.saturating_sub(c.first_ts_ns))
+        } else {
+            "–".to_string()
+        };
+        let status = c
+            .error
+            .as_ref()
+            .map(|e| format!(" <span class=\"muted\">({})</span>", esc(e)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"n\">{}</td><td class=\"ep\"><a href=\"#capture-{ci}\">{}</a>{status}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
+            ci + 1,
+            esc(&c.path),
+            c.packets,
+            esc(&duration),
+            by("error"),
+            by("warning"),
+            by("info"),
+            esc(&dets.join(", "))
+        );
+    }
+    o.push_str("</table>\n");
+}
+
+/// One row of the flows table: a conversation cited by findings.
+struct FlowRow<'a> {
+    protocol: &'a str,
+    client: String,
+    server: String,
+    stream: Option<u64>,
+    findings: Vec<(usize, &'a Finding)>,
+}
+
+fn endpoint(a: &str, p: u16) -> String {
+    if a.contains(':') {
+        format!("[{a}]:{p}")
+    } else {
+        format!("{a}:{p}")
+    }
+}
+
+/// `s` escaped, with a line-break opportunity (`<wbr>`) after every `:` so
+/// an IPv6 endpoint wraps between groups, not inside one.
+fn wrap_colons(s: &str) -> String {
+    esc(s).replace(':', ":<wbr>")
+}
+
+/// The table of the flows (conversations) the capture's findings name, in
+/// order of first citation, with the findings linked.
+fn render_flows(o: &mut String, ci: usize, c: &CaptureReport) {
+    let mut rows: Vec<FlowRow<'_>> = Vec::new();
+    for (fi, f) in c.findings.iter().enumerate() {
+        let Some(fl) = &f.flow else { continue };
+        let stream = f.tcp_stream.or(f.udp_stream);
+        let proto = fl.protocol.as_str();
+        // ICMP has no ports: the address alone.
+        let ported = matches!(proto, "tcp" | "udp");
+        let (client, server) = if ported {
+            (
+                endpoint(&fl.client, fl.client_port),
+                endpoint(&fl.server, fl.server_port),
+            )
+        } else {
+            (fl.client.clone(), fl.server.clone())
+        };
+        match rows.iter_mut().find(|r| {
+            r.protocol == proto && r.client == client && r.server == server && r.stream == stream
+        }) {
+            Some(r) => r.findings.push((fi, f)),
+            None => rows.push(FlowRow {
+                protocol: proto,
+                client,
+                server,
+                stream,
+                findings: vec![(fi, f)],
+            }),
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<h3>Flows with findings ({})</h3>\n<table class=\"list flows\"><tr><th>protocol</th><th>client</th><th>server</th><th>stream</th><th>findings</th><th>detectors</th></tr>",
+        rows.len()
+    );
+    for r in &rows {
+        let links: Vec<String> = r
+            .findings
+            .iter()
+            .map(|(fi, _)| format!("<a href=\"#f-{ci}-{fi}\">#{}</a>", fi + 1))
+            .collect();
+        let mut dets: Vec<&str> = Vec::new();
+        for (_, f) in &r.findings {
+            if !dets.contains(&f.detector.as_str()) {
+                dets.push(f.detector.as_str());
+            }
+        }
+        let _ = writeln!(
+            o,
+            "<tr><td>{}</td><td class=\"ep\">{}</td><td class=\"ep\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(r.protocol),
+            wrap_colons(&r.client),
+            wrap_colons(&r.server),
+            r.stream.map(|s| s.to_string()).unwrap_or_default(),
+            links.join(" "),
+            esc(&dets.join(", "))
+        );
+    }
+    o.push_str("</table>\n");
 }
 
 fn render_capture(o: &mut String, ci: usize, c: &CaptureReport, series: &[FlowSeries]) {
@@ -153,6 +313,11 @@ fn render_capture(o: &mut String, ci: usize, c: &CaptureReport, series: &[FlowSe
         row(o, "error", e);
     }
     o.push_str("</table>\n");
+    if let Some(bar) = budget::stacked_bar(c) {
+        o.push_str("<h3>Time lost to stalls, by cause</h3>\n");
+        o.push_str(&bar);
+        o.push('\n');
+    }
     if c.findings.is_empty() {
         o.push_str("<p>No findings.</p>\n</section>\n");
         return;
@@ -166,6 +331,7 @@ fn render_capture(o: &mut String, ci: usize, c: &CaptureReport, series: &[FlowSe
         &prefix,
     ));
     o.push('\n');
+    render_flows(o, ci, c);
     render_histograms(o, c);
     for (fi, f) in c.findings.iter().enumerate() {
         let s = f.tcp_stream.and_then(|st| {
@@ -220,20 +386,33 @@ fn render_histograms(o: &mut String, c: &CaptureReport) {
         return;
     }
     o.push_str("<h3>Connection-setup delays per service (syn-retransmit)</h3>\n");
+    let mut few: Vec<String> = Vec::new();
     for (service, (delays, total)) in &by {
         let of = total
             .map(|t| format!(" of {t} connections seen"))
             .unwrap_or_default();
         let title = format!("{service}: {} delayed connection(s){of}", delays.len());
+        if delays.len() < MIN_HISTOGRAM_CONNECTIONS {
+            let list: Vec<String> = delays.iter().map(|d| format!("{d:.0} ms")).collect();
+            few.push(format!("{title}: {}", list.join(", ")));
+            continue;
+        }
         o.push_str(&svg::histogram(delays, &title));
         o.push('\n');
+    }
+    if !few.is_empty() {
+        o.push_str("<ul class=\"few-delays\">");
+        for f in &few {
+            let _ = write!(o, "<li>{}</li>", esc(f));
+        }
+        o.push_str("</ul>\n");
     }
 }
 
 /// A time window around the finding (ns) when it covers less than a quarter
 /// of its flow's duration, so the cited frames get a readable close-up:
 /// the finding's span padded by half its length, 3 % of the flow or 1 ms,
-/// whichever is largest, on each side.
+/// whichever is largest, on each side, kept inside the flow's time range.
 fn zoom_window(f: &Finding, s: &FlowSeries) -> Option<(i64, i64)> {
     let first = s.points.first()?.ts_ns;
     let last = s.points.last()?.ts_ns;
@@ -243,10 +422,11 @@ fn zoom_window(f: &Finding, s: &FlowSeries) -> Option<(i64, i64)> {
         return None;
     }
     let pad = (span / 2).max(flow_span / 33).max(1_000_000);
-    Some((
-        f.start_ts_ns.saturating_sub(pad),
-        f.end_ts_ns.saturating_add(pad),
-    ))
+    // Inside the flow: no empty time before its first or after its last
+    // segment (the axis would start below 0).
+    let start = f.start_ts_ns.saturating_sub(pad).max(first);
+    let end = f.end_ts_ns.saturating_add(pad).min(last).max(start + 1);
+    Some((start, end))
 }
 
 fn render_finding(o: &mut String, ci: usize, fi: usize, f: &Finding, s: Option<&FlowSeries>) {
@@ -313,25 +493,34 @@ fn render_finding(o: &mut String, ci: usize, fi: usize, f: &Finding, s: Option<&
             esc(&f.remedy)
         );
     }
-    if let Some(s) = s {
-        let uid = format!("{ci}-{fi}");
-        o.push_str(&svg::stevens(f, s, &uid, None));
-        o.push('\n');
-        if let Some(win) = zoom_window(f, s) {
-            o.push_str(&svg::stevens(f, s, &format!("{uid}-zoom"), Some(win)));
+    let uid = format!("{ci}-{fi}");
+    if f.detector == "cross-interface-loss" {
+        if let Some(p) = path::loss_path(f, &uid) {
+            o.push_str(&p);
             o.push('\n');
         }
-        let _ = writeln!(
-            o,
-            "<p class=\"legend\"><span><i style=\"background:{}\"></i>data segment (seq…seq+len)</span><span><i style=\"background:{}\"></i>retransmission</span><span><i style=\"background:{}\"></i>peer's cumulative ACK</span><span><i style=\"background:{}\"></i>receive-window right edge (ACK + window)</span><span><i style=\"background:{}\"></i>ICMP error</span><span><i style=\"background:#ced4da\"></i>stall</span><span><i style=\"background:#fff3bf\"></i>finding span</span><span style=\"color:{}\"><b>#N</b> cited frame</span></p>",
-            svg::C_DATA,
-            svg::C_RETX,
-            svg::C_ACK,
-            svg::C_WIN,
-            svg::C_ICMP,
-            svg::C_CITE
-        );
-    } else if f.tcp_stream.is_some() {
+    }
+    let ladder = (f.detector == "syn-retransmit")
+        .then(|| ladder::syn_ladder(f, s, &uid))
+        .flatten();
+    let packet = f.evidence.get("packet").and_then(|v| v.as_str());
+    // A lost handshake packet has no data to plot: the path says it all.
+    let no_stevens = f.detector == "cross-interface-loss" && packet != Some("tcp-segment");
+    if let Some(l) = ladder {
+        o.push_str(&l);
+        o.push('\n');
+    } else if let (Some(s), false) = (s, no_stevens) {
+        let (g, mut drawn) = svg::stevens_drawn(f, s, &uid, None);
+        o.push_str(&g);
+        o.push('\n');
+        if let Some(win) = zoom_window(f, s) {
+            let (g, d) = svg::stevens_drawn(f, s, &format!("{uid}-zoom"), Some(win));
+            drawn = drawn.merge(d);
+            o.push_str(&g);
+            o.push('\n');
+        }
+        let _ = writeln!(o, "{}", drawn.legend());
+    } else if f.tcp_stream.is_some() && s.is_none() && !no_stevens {
         o.push_str("<p class=\"muted\">No time–sequence graph: the capture was not re-read for this report.</p>\n");
     }
     if !f.evidence.is_empty() {

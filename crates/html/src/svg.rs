@@ -37,6 +37,83 @@ pub const C_ICMP: &str = "#8e44ad";
 /// Colour of cited-frame labels.
 pub const C_CITE: &str = "#e8590c";
 
+/// Which series a [`stevens`] graph actually drew, so the legend lists
+/// only those.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Drawn {
+    /// Data segments of the plotted direction.
+    pub data: bool,
+    /// Retransmitted segments.
+    pub retx: bool,
+    /// SYN/FIN/RST marks.
+    pub flags: bool,
+    /// The peer's cumulative ACK line.
+    pub ack: bool,
+    /// The receive-window right edge.
+    pub win: bool,
+    /// ICMP error markers.
+    pub icmp: bool,
+    /// Stall bands.
+    pub stall: bool,
+    /// The finding's time span band.
+    pub span: bool,
+    /// Cited-frame labels.
+    pub cite: bool,
+}
+
+impl Drawn {
+    /// Either graph drew it.
+    pub fn merge(self, o: Drawn) -> Drawn {
+        Drawn {
+            data: self.data || o.data,
+            retx: self.retx || o.retx,
+            flags: self.flags || o.flags,
+            ack: self.ack || o.ack,
+            win: self.win || o.win,
+            icmp: self.icmp || o.icmp,
+            stall: self.stall || o.stall,
+            span: self.span || o.span,
+            cite: self.cite || o.cite,
+        }
+    }
+
+    /// The legend (`<p class="legend">`) of the drawn series only; empty
+    /// when nothing was drawn.
+    pub fn legend(&self) -> String {
+        let mut items: Vec<String> = Vec::new();
+        let mut bar = |on: bool, colour: &str, text: &str| {
+            if on {
+                items.push(format!(
+                    r#"<span data-series="{}"><i style="background:{colour}"></i>{}</span>"#,
+                    esc(text.split(' ').next().unwrap_or(text)),
+                    esc(text)
+                ));
+            }
+        };
+        bar(self.data, C_DATA, "data segment (seq…seq+len)");
+        bar(self.retx, C_RETX, "retransmission");
+        bar(self.ack, C_ACK, "peer's cumulative ACK");
+        bar(self.win, C_WIN, "receive-window right edge (ACK + window)");
+        bar(self.icmp, C_ICMP, "ICMP error");
+        bar(self.stall, "#ced4da", "stall");
+        bar(self.span, "#fff3bf", "finding span");
+        if self.flags {
+            items.push(format!(
+                r#"<span data-series="flags"><b style="color:{C_DATA}">□</b> SYN / FIN / RST</span>"#
+            ));
+        }
+        if self.cite {
+            items.push(format!(
+                r#"<span data-series="cite" style="color:{C_CITE}"><b>#N</b> cited frame</span>"#
+            ));
+        }
+        if items.is_empty() {
+            return String::new();
+        }
+        format!("<p class=\"legend\">{}</p>", items.concat())
+    }
+}
+
 /// Severity colour.
 pub fn severity_colour(s: Severity) -> &'static str {
     match s {
@@ -202,7 +279,7 @@ pub fn timeline(
     let mut detectors: Vec<&str> = findings.iter().map(|f| f.detector.as_str()).collect();
     detectors.sort_unstable();
     detectors.dedup();
-    let (w, left, right, top, lane_h) = (1100.0, 180.0, 20.0, 10.0, 16.0);
+    let (w, left, right, top, lane_h) = (800.0, 150.0, 16.0, 10.0, 18.0);
     let t0 = findings
         .iter()
         .map(|f| f.start_ts_ns)
@@ -233,7 +310,18 @@ pub fn timeline(
             let xe = x
                 .at(f.end_ts_ns.saturating_sub(t0) as f64 / 1e6)
                 .max(xs + 4.0);
-            let lane = match lane_end.iter().position(|&e| e + 22.0 <= xs) {
+            // The number label (11 px, about 6.5 px per digit) goes right
+            // of the marker, or left of it when it would leave the chart;
+            // the lane is taken from the label's start to the marker's end
+            // or the label's end, so labels and markers never overlap.
+            let lw = label_width(i + 1);
+            let left_label = xe + 4.0 + lw > w - 2.0;
+            let (occ0, occ1) = if left_label {
+                (xs - 4.0 - lw, xe)
+            } else {
+                (xs, xe + 4.0 + lw)
+            };
+            let lane = match lane_end.iter().position(|&e| e + 4.0 <= occ0) {
                 Some(l) => l,
                 None if lane_end.len() < MAX_LANES => {
                     lane_end.push(f64::NEG_INFINITY);
@@ -242,7 +330,7 @@ pub fn timeline(
                 None => MAX_LANES - 1,
             };
             if let Some(e) = lane_end.get_mut(lane) {
-                *e = e.max(xe);
+                *e = e.max(occ1);
             }
             placed.push((i, ri, lane, xs, xe));
         }
@@ -308,7 +396,7 @@ pub fn timeline(
         );
         let _ = write!(
             o,
-            r##"<a href="#{}{}"><title>{}</title><rect x="{:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}" rx="2" fill="{}" fill-opacity="0.85" stroke="#222" stroke-width="0.5"/><text x="{:.1}" y="{:.1}" font-size="10" fill="#222">{}</text></a>"##,
+            r##"<a href="#{}{}"><title>{}</title><rect x="{:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}" rx="2" fill="{}" fill-opacity="0.85" stroke="#222" stroke-width="0.5"/><text x="{:.1}" y="{:.1}" font-size="11" fill="#222">{}</text></a>"##,
             esc(anchor_prefix),
             i,
             esc(&title),
@@ -316,13 +404,22 @@ pub fn timeline(
             xe - xs + 4.0,
             lane_h - 4.0,
             severity_colour(f.severity),
-            xe + 4.0,
+            if xe + 4.0 + label_width(i + 1) > w - 2.0 {
+                xs - 4.0 - label_width(i + 1)
+            } else {
+                xe + 4.0
+            },
             y0 + lane_h - 6.0,
             i + 1
         );
     }
     o.push_str("</svg>");
     o
+}
+
+/// Width in px of a timeline marker's number label (11 px digits).
+fn label_width(n: usize) -> f64 {
+    n.to_string().len() as f64 * 6.5
 }
 
 /// Most lanes stacked in one timeline row; further overlapping findings
@@ -386,17 +483,33 @@ pub fn sending_direction(f: &Finding, s: &FlowSeries) -> Direction {
 /// cited frame is labelled `#N`. With `window` (ns since the epoch, start and
 /// end) only that time range is drawn (a zoom on the finding).
 pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)>) -> String {
+    stevens_drawn(f, s, uid, window).0
+}
+
+/// [`stevens`], also saying which series were drawn (for the legend).
+pub fn stevens_drawn(
+    f: &Finding,
+    s: &FlowSeries,
+    uid: &str,
+    window: Option<(i64, i64)>,
+) -> (String, Drawn) {
     let g = Plot::new(f, s, window);
     let mut o = String::new();
+    let mut d = Drawn::default();
     stevens_frame(&mut o, &g, s, uid);
     let _ = write!(o, r##"<g clip-path="url(#clip-{uid})">"##);
-    stevens_span(&mut o, &g, f);
-    stevens_stalls(&mut o, &g, s);
-    stevens_icmp(&mut o, &g, s);
-    stevens_ack_window(&mut o, &g, s);
-    stevens_segments(&mut o, &g, s);
+    stevens_span(&mut o, &g, f, &mut d);
+    // Text labels placed so far (x0, x1, baseline y), kept clear by the
+    // cited-frame labels.
+    let mut labels: Vec<(f64, f64, f64)> = Vec::new();
+    stevens_stalls(&mut o, &g, s, &mut d, &mut labels);
+    stevens_icmp(&mut o, &g, s, &mut d, &mut labels);
+    let note = stevens_ack_window(&mut o, &g, s, &mut d);
+    stevens_segments(&mut o, &g, s, &mut d);
     o.push_str("</g>");
-    stevens_citations(&mut o, &g, f, s);
+    // Outside the clipped group, above the plot's top right corner.
+    o.push_str(&note);
+    stevens_citations(&mut o, &g, f, s, &mut d, labels);
     if s.capped {
         let _ = write!(
             o,
@@ -405,7 +518,7 @@ pub fn stevens(f: &Finding, s: &FlowSeries, uid: &str, window: Option<(i64, i64)
         );
     }
     o.push_str("</svg>");
-    o
+    (o, d)
 }
 
 /// Geometry shared by the parts of a [`stevens`] graph.
@@ -442,8 +555,8 @@ impl Plot {
     fn new(f: &Finding, s: &FlowSeries, window: Option<(i64, i64)>) -> Plot {
         let dir = sending_direction(f, s);
         let peer = dir.reverse();
-        let (w, h) = (1100.0f64, 440.0f64);
-        let (left, right, top, bottom) = (90.0, 20.0, 28.0, 50.0);
+        let (w, h) = (800.0f64, 400.0f64);
+        let (left, right, top, bottom) = (74.0, 16.0, 30.0, 50.0);
         let (t0, t1) = time_range(f, s);
         let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
         let span_ms = ms(t1).max(1.0);
@@ -560,7 +673,7 @@ fn stevens_frame(o: &mut String, g: &Plot, s: &FlowSeries, uid: &str) {
     };
     let _ = write!(
         o,
-        r##"<text x="{left}" y="16" font-size="12" fill="#222">{}tcp.stream {} · data {} · ACK/window from the peer</text>"##,
+        r##"<text x="{left}" y="14" font-size="12" fill="#222">{}tcp.stream {} · data {} · ACK/window from the peer</text>"##,
         if window.is_some() {
             "zoom on the finding · "
         } else {
@@ -582,7 +695,7 @@ fn stevens_frame(o: &mut String, g: &Plot, s: &FlowSeries, uid: &str) {
 }
 
 /// The finding's time span, a pale band.
-fn stevens_span(o: &mut String, g: &Plot, f: &Finding) {
+fn stevens_span(o: &mut String, g: &Plot, f: &Finding, d: &mut Drawn) {
     let Plot {
         h,
         top,
@@ -595,6 +708,12 @@ fn stevens_span(o: &mut String, g: &Plot, f: &Finding) {
     // Finding span.
     let fx0 = x.at(ms(f.start_ts_ns));
     let fx1 = x.at(ms(f.end_ts_ns)).max(fx0 + 2.0);
+    // Outside the plot (a zoom elsewhere): not drawn.
+    let (lo, hi) = (x.p0.min(x.p1), x.p0.max(x.p1));
+    if fx1 < lo || fx0 > hi {
+        return;
+    }
+    d.span = true;
     let _ = write!(
         o,
         r##"<rect x="{fx0:.1}" y="{top}" width="{:.1}" height="{:.1}" fill="#fff3bf" fill-opacity="0.7"><title>finding span</title></rect>"##,
@@ -604,7 +723,13 @@ fn stevens_span(o: &mut String, g: &Plot, f: &Finding) {
 }
 
 /// Stalls as grey bands.
-fn stevens_stalls(o: &mut String, g: &Plot, s: &FlowSeries) {
+fn stevens_stalls(
+    o: &mut String,
+    g: &Plot,
+    s: &FlowSeries,
+    d: &mut Drawn,
+    labels: &mut Vec<(f64, f64, f64)>,
+) {
     let Plot {
         h,
         top,
@@ -638,7 +763,12 @@ fn stevens_stalls(o: &mut String, g: &Plot, s: &FlowSeries) {
             }
         }
     }
+    let (lo, hi) = (x.p0.min(x.p1), x.p0.max(x.p1));
     for (x0, x1, f0, f1, total, n) in &bands {
+        if *x1 < lo || *x0 > hi {
+            continue;
+        }
+        d.stall = true;
         let t = if *n == 1 {
             format!("stall {total:.0} ms, frames {f0}–{f1}")
         } else {
@@ -658,12 +788,17 @@ fn stevens_stalls(o: &mut String, g: &Plot, s: &FlowSeries) {
             } else {
                 format!("{n} stalls, {total:.0} ms")
             };
-            if x1 - x0 < label.chars().count() as f64 * 5.5 + 8.0 {
+            if x1 - x0 < label.chars().count() as f64 * 6.0 + 8.0 {
                 continue;
             }
+            labels.push((
+                x0 + 3.0,
+                x0 + 3.0 + label.chars().count() as f64 * 6.0,
+                top + 10.0,
+            ));
             let _ = write!(
                 o,
-                r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="#495057">{}</text>"##,
+                r##"<text x="{:.1}" y="{:.1}" font-size="11" fill="#495057">{}</text>"##,
                 x0 + 3.0,
                 top + 10.0,
                 esc(&label)
@@ -673,7 +808,13 @@ fn stevens_stalls(o: &mut String, g: &Plot, s: &FlowSeries) {
 }
 
 /// ICMP errors as dashed vertical lines.
-fn stevens_icmp(o: &mut String, g: &Plot, s: &FlowSeries) {
+fn stevens_icmp(
+    o: &mut String,
+    g: &Plot,
+    s: &FlowSeries,
+    d: &mut Drawn,
+    labels: &mut Vec<(f64, f64, f64)>,
+) {
     let Plot {
         h,
         top,
@@ -694,6 +835,10 @@ fn stevens_icmp(o: &mut String, g: &Plot, s: &FlowSeries) {
                 quoted_ip_len,
                 too_big,
             } => {
+                if mx < x.p0.min(x.p1) || mx > x.p0.max(x.p1) {
+                    continue;
+                }
+                d.icmp = true;
                 let what = if too_big {
                     "ICMP too big"
                 } else {
@@ -712,9 +857,11 @@ fn stevens_icmp(o: &mut String, g: &Plot, s: &FlowSeries) {
                 );
                 if mx - last_label >= 150.0 {
                     last_label = mx;
+                    let n = format!("{what}{mtu_t} #{}", m.frame).chars().count();
+                    labels.push((mx + 3.0, mx + 3.0 + n as f64 * 6.0, top + 22.0));
                     let _ = write!(
                         o,
-                        r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="{C_ICMP}">{} #{}</text>"##,
+                        r##"<text x="{:.1}" y="{:.1}" font-size="11" fill="{C_ICMP}" stroke="#fff" stroke-width="3" paint-order="stroke">{} #{}</text>"##,
                         mx + 3.0,
                         top + 22.0,
                         esc(&format!("{what}{mtu_t}")),
@@ -727,29 +874,45 @@ fn stevens_icmp(o: &mut String, g: &Plot, s: &FlowSeries) {
 }
 
 /// The peer's cumulative ACK and receive-window edge.
-fn stevens_ack_window(o: &mut String, g: &Plot, s: &FlowSeries) {
+/// Returns the note (SVG text) to draw above the plot when the window edge
+/// runs above it, empty otherwise.
+fn stevens_ack_window(o: &mut String, g: &Plot, s: &FlowSeries, d: &mut Drawn) -> String {
     let Plot {
         peer,
         w,
+        h,
         right,
         top,
+        bottom,
+        left,
         x,
         y,
         t0,
+        window,
         ..
     } = *g;
+    let in_window = |ts: i64| window.is_none_or(|(a, b)| ts >= a && ts <= b);
     let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
     // ACK line and window edge: step lines from the peer's segments, one
     // vertex per pixel column (the last value in that column).
     let mut ack_cols: BTreeMap<i64, (f64, f64, Option<f64>)> = BTreeMap::new();
+    // Lines stay inside the plot: x clamped to the plot (a zoom keeps the
+    // last value before it), y clamped to the plot's height.
     for p in s.points.iter().filter(|p| p.dir == peer) {
         let Some(a) = p.rel_ack else { continue };
-        let px = x.at(ms(p.ts_ns));
+        let px = x.at(ms(p.ts_ns)).clamp(left, w - right);
+        if !in_window(p.ts_ns) && window.is_some_and(|(_, b)| p.ts_ns > b) {
+            continue;
+        }
         let edge = p
             .window_bytes
             .and_then(|wb| i64::try_from(wb).ok())
             .map(|wb| y.at(a.saturating_add(wb) as f64));
-        ack_cols.insert(px.round() as i64, (px, y.at(a as f64), edge));
+        let clamp_y = |v: f64| v.clamp(top, h - bottom);
+        ack_cols.insert(
+            px.round() as i64,
+            (px, clamp_y(y.at(a as f64)), edge.map(clamp_y)),
+        );
     }
     let step_path = |pts: &mut dyn Iterator<Item = (f64, f64)>| -> String {
         let mut d = String::new();
@@ -762,11 +925,15 @@ fn stevens_ack_window(o: &mut String, g: &Plot, s: &FlowSeries) {
         }
         d
     };
-    let win_max = ack_cols
-        .values()
-        .filter_map(|(_, _, e)| *e)
-        .fold(f64::INFINITY, f64::min);
-    if win_max < top {
+    let win_above = s.points.iter().filter(|p| p.dir == peer).any(|p| {
+        let (Some(a), Some(wb)) = (p.rel_ack, p.window_bytes) else {
+            return false;
+        };
+        in_window(p.ts_ns)
+            && y.at(a.saturating_add(i64::try_from(wb).unwrap_or(i64::MAX)) as f64) < top
+    });
+    let mut note = String::new();
+    if win_above {
         let max_edge = s
             .points
             .iter()
@@ -780,8 +947,8 @@ fn stevens_ack_window(o: &mut String, g: &Plot, s: &FlowSeries) {
             .max()
             .unwrap_or(0);
         let _ = write!(
-            o,
-            r##"<text x="{:.1}" y="{:.1}" font-size="10" fill="{C_WIN}" text-anchor="end">receive-window edge partly above the plot (up to {} bytes)</text>"##,
+            note,
+            r##"<text class="win-note" x="{:.1}" y="{:.1}" font-size="11" fill="{C_WIN}" text-anchor="end">receive-window edge partly above the plot (up to {} bytes)</text>"##,
             w - right - 4.0,
             top - 4.0,
             esc(&fmt_num(max_edge as f64))
@@ -790,9 +957,10 @@ fn stevens_ack_window(o: &mut String, g: &Plot, s: &FlowSeries) {
     let win_d = step_path(
         &mut ack_cols
             .values()
-            .filter_map(|(px, _, e)| e.map(|e| (*px, e.max(top - 5.0)))),
+            .filter_map(|(px, _, e)| e.map(|e| (*px, e))),
     );
     if !win_d.is_empty() {
+        d.win = true;
         let _ = write!(
             o,
             r##"<path d="{win_d}H{:.1}" fill="none" stroke="{C_WIN}" stroke-width="1.5" stroke-dasharray="6 3"/>"##,
@@ -801,26 +969,41 @@ fn stevens_ack_window(o: &mut String, g: &Plot, s: &FlowSeries) {
     }
     let ack_d = step_path(&mut ack_cols.values().map(|(px, py, _)| (*px, *py)));
     if !ack_d.is_empty() {
+        d.ack = true;
         let _ = write!(
             o,
             r##"<path d="{ack_d}H{:.1}" fill="none" stroke="{C_ACK}" stroke-width="1.5"/>"##,
             w - right
         );
     }
+    note
 }
 
 /// Data segments (and SYN/FIN/RST marks) of the plotted direction.
-fn stevens_segments(o: &mut String, g: &Plot, s: &FlowSeries) {
-    let Plot { dir, x, y, t0, .. } = *g;
+fn stevens_segments(o: &mut String, g: &Plot, s: &FlowSeries, d: &mut Drawn) {
+    let Plot {
+        dir,
+        x,
+        y,
+        t0,
+        window,
+        ..
+    } = *g;
+    let in_window = |ts: i64| window.is_none_or(|(a, b)| ts >= a && ts <= b);
     let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
     // Data segments merged per (pixel column, retransmitted).
     let mut cols: BTreeMap<(i64, bool), (f64, f64, f64)> = BTreeMap::new();
     let mut flags_drawn = 0usize;
-    for p in s.points.iter().filter(|p| p.dir == dir) {
+    for p in s
+        .points
+        .iter()
+        .filter(|p| p.dir == dir && in_window(p.ts_ns))
+    {
         let px = x.at(ms(p.ts_ns));
         if p.len == 0 {
             if (p.syn || p.fin || p.rst) && flags_drawn < 400 {
                 flags_drawn += 1;
+                d.flags = true;
                 let py = y.at(p.rel_seq as f64);
                 let colour = if p.retransmission { C_RETX } else { C_DATA };
                 let name = if p.syn {
@@ -854,6 +1037,11 @@ fn stevens_segments(o: &mut String, g: &Plot, s: &FlowSeries) {
         e.2 = e.2.min(hi);
     }
     for ((_, retx), (px, lo, hi)) in &cols {
+        if *retx {
+            d.retx = true;
+        } else {
+            d.data = true;
+        }
         let colour = if *retx { C_RETX } else { C_DATA };
         let width = if *retx { 2.5 } else { 1.6 };
         // At least 2 px tall so one small segment is visible.
@@ -871,13 +1059,26 @@ fn stevens_segments(o: &mut String, g: &Plot, s: &FlowSeries) {
     }
 }
 
-/// Cited frames, labelled `#N` (at most 60).
-fn stevens_citations(o: &mut String, g: &Plot, f: &Finding, s: &FlowSeries) {
+/// Cited frames, labelled `#N` (at most 60): each label is placed right of
+/// its point (left of it near the right edge), else on the other side, else
+/// moved up or down in 12 px steps, so that it overlaps no other label and
+/// no cited point's circle; a label with no free place is left out (the
+/// circle and its tooltip remain). Labels have a white halo so they stay
+/// readable over lines.
+fn stevens_citations(
+    o: &mut String,
+    g: &Plot,
+    f: &Finding,
+    s: &FlowSeries,
+    d: &mut Drawn,
+    labels: Vec<(f64, f64, f64)>,
+) {
     let Plot {
         dir,
         w,
         h,
         right,
+        left,
         top,
         bottom,
         x,
@@ -888,17 +1089,14 @@ fn stevens_citations(o: &mut String, g: &Plot, f: &Finding, s: &FlowSeries) {
     } = *g;
     let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
     let in_window = |ts: i64| window.is_none_or(|(a, b)| ts >= a && ts <= b);
-    // Cited frames, labelled (at most 60).
-    let mut labelled = 0usize;
-    let mut placed: Vec<(f64, f64)> = Vec::new();
+    let mut points: Vec<(f64, f64, &crate::series::SeriesPoint)> = Vec::new();
     for p in &s.points {
-        if labelled >= 60 {
+        if points.len() >= 60 {
             break;
         }
         if f.frames.binary_search(&p.frame).is_err() || !in_window(p.ts_ns) {
             continue;
         }
-        let px = x.at(ms(p.ts_ns));
         let py = if p.dir == dir {
             y.at(p.rel_seq.saturating_add(i64::from(p.len)) as f64)
         } else if let Some(a) = p.rel_ack {
@@ -906,32 +1104,68 @@ fn stevens_citations(o: &mut String, g: &Plot, f: &Finding, s: &FlowSeries) {
         } else {
             continue;
         };
-        let py = py.clamp(top, h - bottom);
-        // Nudge labels that would overlap an earlier one.
-        let mut ly = py - 8.0;
-        while placed
-            .iter()
-            .any(|(ax, ay)| (ax - px).abs() < 34.0 && (ay - ly).abs() < 11.0)
-            && ly > top - 20.0
-        {
-            ly -= 11.0;
+        points.push((x.at(ms(p.ts_ns)), py.clamp(top, h - bottom), p));
+    }
+    let mut placed = labels; // x0, x1, baseline y
+    let (y_min, y_max) = (top + 11.0, h - bottom - 3.0);
+    for &(px, py, p) in &points {
+        let label = format!("#{}", p.frame);
+        // Approximate width of the bold 11 px label (6.8 px per character).
+        let lw = label.chars().count() as f64 * 6.8 + 2.0;
+        let free = |lx0: f64, ly: f64| {
+            let lx1 = lx0 + lw;
+            let (ty, by) = (ly - 10.0, ly + 2.0);
+            lx0 >= left
+                && lx1 <= w - right
+                && !placed
+                    .iter()
+                    .any(|(a0, a1, ay)| lx0 < *a1 && *a0 < lx1 && (ay - ly).abs() < 12.0)
+                && !points.iter().any(|(cx, cy, _)| {
+                    *cx + 3.5 > lx0 && *cx - 3.5 < lx1 && *cy + 3.5 > ty && *cy - 3.5 < by
+                })
+        };
+        let right_x = px + 5.0;
+        let left_x = px - 5.0 - lw;
+        let sides = if px > w - right - 45.0 {
+            [left_x, right_x]
+        } else {
+            [right_x, left_x]
+        };
+        let start = (py - 5.0).clamp(y_min, y_max);
+        let mut spot = None;
+        'search: for k in 0..24 {
+            // 0, -12, +12, -24, +24, …
+            let dy = 12.0 * f64::from((k + 1) / 2) * if k % 2 == 1 { -1.0 } else { 1.0 };
+            let ly = start + dy;
+            if !(y_min..=y_max).contains(&ly) {
+                continue;
+            }
+            for lx in sides {
+                if free(lx, ly) {
+                    spot = Some((lx, ly));
+                    break 'search;
+                }
+            }
         }
-        placed.push((px, ly));
-        labelled += 1;
         let what = if p.dir == dir {
             format!("{} bytes at seq {}", p.len, p.rel_seq)
         } else {
             format!("ACK {}", p.rel_ack.unwrap_or(0))
         };
-        // Labels near the right edge are drawn to the left of their point.
-        let near_right = px > w - right - 45.0;
+        let circle = format!(
+            r##"<title>frame {}: {}</title><circle cx="{px:.1}" cy="{py:.1}" r="3.5" fill="none" stroke="{C_CITE}" stroke-width="1.5"/>"##,
+            p.frame,
+            esc(&what)
+        );
+        let Some((lx, ly)) = spot else {
+            let _ = write!(o, r##"<g class="cite">{circle}</g>"##);
+            continue;
+        };
+        placed.push((lx, lx + lw, ly));
+        d.cite = true;
         let _ = write!(
             o,
-            r##"<g class="cite"><title>frame {}: {}</title><circle cx="{px:.1}" cy="{py:.1}" r="3.5" fill="none" stroke="{C_CITE}" stroke-width="1.5"/><text x="{:.1}" y="{ly:.1}" text-anchor="{}" font-size="11" font-weight="bold" fill="{C_CITE}">#{}</text></g>"##,
-            p.frame,
-            esc(&what),
-            if near_right { px - 4.0 } else { px + 4.0 },
-            if near_right { "end" } else { "start" },
+            r##"<g class="cite">{circle}<text x="{lx:.1}" y="{ly:.1}" font-size="11" font-weight="bold" fill="{C_CITE}" stroke="#fff" stroke-width="3" paint-order="stroke">#{}</text></g>"##,
             p.frame
         );
     }

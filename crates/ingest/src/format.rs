@@ -131,6 +131,7 @@ impl Layout {
                         name: None,
                         linktype: params.linktype,
                         snaplen,
+                        stats: None,
                     });
                     *self = Layout::Legacy(params);
                     Step::Header(len)

@@ -139,6 +139,38 @@ pub struct InterfaceInfo {
     pub linktype: LinkType,
     /// Snapshot length in bytes (0 = unlimited).
     pub snaplen: u32,
+    /// Capture statistics from the pcapng Interface Statistics Blocks of
+    /// this interface read so far (`None` without one; always `None` for
+    /// legacy pcap). Counters are cumulative from the start of the capture,
+    /// so each counter is the one of the last ISB that carries it (an ISB
+    /// without a counter does not erase an earlier one).
+    pub stats: Option<InterfaceStats>,
+}
+
+/// Capture statistics of one interface: the options of a pcapng Interface
+/// Statistics Block (draft-ietf-opsawg-pcapng §4.6; option codes 2–8 as
+/// Wireshark's `wiretap/pcapng.c`). Each counter is `None` when the block
+/// does not carry it. Packet counts are packets, not bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InterfaceStats {
+    /// Timestamp of the block itself, ns since the Unix epoch (interface's
+    /// `if_tsresol`/`if_tsoffset` applied).
+    pub ts: Timestamp,
+    /// `isb_starttime` (option 2): when the capture started, ns.
+    pub start_ts: Option<Timestamp>,
+    /// `isb_endtime` (option 3): when the capture ended, ns.
+    pub end_ts: Option<Timestamp>,
+    /// `isb_ifrecv` (option 4): packets received from the interface.
+    pub if_recv: Option<u64>,
+    /// `isb_ifdrop` (option 5): packets dropped by the interface (lack of
+    /// resources, e.g. the kernel capture buffer: libpcap's `ps_drop`).
+    pub if_drop: Option<u64>,
+    /// `isb_filteraccept` (option 6): packets accepted by the capture filter.
+    pub filter_accept: Option<u64>,
+    /// `isb_osdrop` (option 7): packets dropped by the operating system.
+    pub os_drop: Option<u64>,
+    /// `isb_usrdeliv` (option 8): packets delivered to the capturing program.
+    pub usr_deliv: Option<u64>,
 }
 
 /// One packet record.

@@ -8,6 +8,7 @@
 
 use crate::format::{malformed, max_caplen, read_u16, read_u32, PacketRef, Step, MAX_RECORD};
 use crate::{InterfaceInfo, LinkType, WarningKind};
+use pcapsleuth_core::Timestamp;
 
 /// pcapng block types (pcapng spec, draft-ietf-opsawg-pcapng §11.1; sysdig
 /// numbers from Wireshark's wiretap/pcapng_module.h).
@@ -16,6 +17,7 @@ pub(crate) mod block {
     pub const IDB: u32 = 0x0000_0001;
     pub const PB: u32 = 0x0000_0002;
     pub const SPB: u32 = 0x0000_0003;
+    pub const ISB: u32 = 0x0000_0005;
     pub const EPB: u32 = 0x0000_0006;
     pub const SJE: u32 = 0x0000_0009;
     pub const CB: u32 = 0x0000_0BAD;
@@ -197,6 +199,7 @@ fn idb(
         name,
         linktype: LinkType(u32::from(idb.linktype.0 as u16)),
         snaplen: idb.snaplen,
+        stats: None,
     });
     section.clocks.push(InterfaceClock {
         units_per_sec,
@@ -262,6 +265,10 @@ pub(crate) fn block(
         block::IDB => idb(section, interfaces, warnings, block_bytes),
         block::EPB | block::PB => packet_block(section, interfaces, block_type, block_bytes),
         block::SPB => simple_packet_block(section, interfaces, block_bytes),
+        block::ISB => {
+            isb(section, interfaces, block_bytes);
+            Step::Skip(len)
+        }
         _ if counted => Step::NonPacketFrame(len),
         _ => Step::Skip(len),
     }
@@ -310,6 +317,112 @@ fn framed_block<'i>(
         ));
     }
     Ok(block_bytes)
+}
+
+/// ISB option codes (pcapng spec §4.6): `isb_starttime` … `isb_usrdeliv`.
+mod isb_opt {
+    pub const STARTTIME: u16 = 2;
+    pub const ENDTIME: u16 = 3;
+    pub const IFRECV: u16 = 4;
+    pub const IFDROP: u16 = 5;
+    pub const FILTERACCEPT: u16 = 6;
+    pub const OSDROP: u16 = 7;
+    pub const USRDELIV: u16 = 8;
+}
+
+/// Interface statistics block (framing already checked): interface id,
+/// timestamp, options. Stores the statistics on the interface (a later ISB
+/// replaces an earlier one: the counters are cumulative). An ISB naming an
+/// unknown interface, or too short, is ignored as Wireshark's
+/// `pcapng_read_interface_statistics_block` reading does not end the file
+/// for it; malformed options stop the option walk, keeping those before.
+fn isb(section: &PcapngSection, interfaces: &mut [InterfaceInfo], block_bytes: &[u8]) {
+    // type, len, if_id(4), ts_high, ts_low, options…, len.
+    let len = block_bytes.len();
+    if len < 24 {
+        return;
+    }
+    let be = section.big_endian;
+    let local = read_u32(block_bytes, 8, be).unwrap_or(0);
+    let Some(global) = section.first_interface.checked_add(local) else {
+        return;
+    };
+    let Some(clock) = section.clocks.get(global as usize).copied() else {
+        return;
+    };
+    let Some(info) = interfaces.get_mut(global as usize) else {
+        return;
+    };
+    let last_packet = section.last_ts;
+    let ts_of = |high: u32, low: u32| {
+        let raw = (u64::from(high) << 32) | u64::from(low);
+        let spec = ng_timestamp_ns(raw, clock.units_per_sec, clock.offset_s);
+        // dumpcap (wiretap's pcapio.c) writes ISB times in microseconds
+        // whatever the interface's `if_tsresol`: when the interface is not
+        // in µs, take the reading nearer the last packet's timestamp.
+        if clock.units_per_sec == 1_000_000 || last_packet == 0 {
+            return Timestamp(spec);
+        }
+        let micro = ng_timestamp_ns(raw, 1_000_000, clock.offset_s);
+        let dist = |t: i64| t.abs_diff(last_packet);
+        Timestamp(if dist(micro) < dist(spec) {
+            micro
+        } else {
+            spec
+        })
+    };
+    // A later ISB updates what it carries; one without a counter (some
+    // writers add an empty ISB at the end) does not erase an earlier value.
+    let mut stats = info.stats.unwrap_or_default();
+    stats.ts = ts_of(
+        read_u32(block_bytes, 12, be).unwrap_or(0),
+        read_u32(block_bytes, 16, be).unwrap_or(0),
+    );
+    let options = block_bytes.get(20..len - 4).unwrap_or_default();
+    let mut off = 0usize;
+    while let (Some(code), Some(olen)) =
+        (read_u16(options, off, be), read_u16(options, off + 2, be))
+    {
+        if code == 0 {
+            break;
+        }
+        let olen = usize::from(olen);
+        let Some(value) = options.get(off + 4..off + 4 + olen) else {
+            break;
+        };
+        let counter = (olen == 8).then(|| read_u32(value, 0, be).zip(read_u32(value, 4, be)));
+        let counter = counter.flatten();
+        let as_u64 = counter.map(|(a, b)| {
+            if be {
+                (u64::from(a) << 32) | u64::from(b)
+            } else {
+                (u64::from(b) << 32) | u64::from(a)
+            }
+        });
+        let ts = counter.map(|(h, l)| ts_of(h, l));
+        let slot = match code {
+            // Timestamps are two u32 (high, low), as in an EPB.
+            isb_opt::STARTTIME => {
+                stats.start_ts = ts.or(stats.start_ts);
+                None
+            }
+            isb_opt::ENDTIME => {
+                stats.end_ts = ts.or(stats.end_ts);
+                None
+            }
+            isb_opt::IFRECV => Some(&mut stats.if_recv),
+            isb_opt::IFDROP => Some(&mut stats.if_drop),
+            isb_opt::FILTERACCEPT => Some(&mut stats.filter_accept),
+            isb_opt::OSDROP => Some(&mut stats.os_drop),
+            isb_opt::USRDELIV => Some(&mut stats.usr_deliv),
+            _ => None,
+        };
+        if let (Some(slot), Some(v)) = (slot, as_u64) {
+            *slot = Some(v);
+        }
+        off += 4 + ((olen + 3) & !3);
+    }
+    info.stats = Some(stats);
 }
 
 /// Enhanced packet block or obsolete packet block (framing already checked).

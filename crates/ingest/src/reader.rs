@@ -69,6 +69,12 @@ pub struct CaptureReader {
     /// Index in `warnings` of the warning that ended reading before the end
     /// of the input.
     stopped: Option<usize>,
+    /// `buf[record.0..record.0 + record.1]` is the record of the packet last
+    /// returned by `next_frame` (valid until the next call).
+    record: (usize, usize),
+    /// Raw pcapng section header and interface description blocks, in file
+    /// order (see [`CaptureReader::header_blocks`]).
+    header_blocks: Vec<Vec<u8>>,
 }
 
 impl CaptureReader {
@@ -138,6 +144,8 @@ impl CaptureReader {
             format: CaptureFormat::Pcap,
             gzip_cut: false,
             stopped: None,
+            record: (0, 0),
+            header_blocks: Vec::new(),
         };
         r.fill(4)?;
         let magic = r.buf.get(r.start..r.end.min(4)).unwrap_or_default();
@@ -249,12 +257,16 @@ impl CaptureReader {
                 self.warn(WarningKind::MalformedRecord, offset, None, note);
             }
             let next = self.frame_no + 1;
+            if let Step::Header(len) | Step::Skip(len) = step {
+                self.keep_header_block(len);
+            }
             match step {
                 Step::Header(len) => {
                     self.start += len;
                     return Ok(None);
                 }
                 Step::Packet(len, mut p) => {
+                    self.record = (self.start, len);
                     p.data_off += self.start;
                     self.start += len;
                     self.frame_no = next;
@@ -336,6 +348,23 @@ impl CaptureReader {
         }
     }
 
+    /// Keep a copy of the pcapng SHB or IDB of `len` bytes at the read
+    /// position (for [`CaptureReader::header_blocks`]).
+    fn keep_header_block(&mut self, len: usize) {
+        if self.format != CaptureFormat::Pcapng {
+            return;
+        }
+        let Some(b) = self.buf.get(self.start..self.start.saturating_add(len)) else {
+            return;
+        };
+        // SHB type is byte-order neutral; IDB type 1 reads as 1 in either order.
+        let shb = b.get(..4) == Some(&block::SHB.to_le_bytes()[..]);
+        let idb = matches!(b.get(..4), Some([1, 0, 0, 0] | [0, 0, 0, 1]));
+        if shb || idb {
+            self.header_blocks.push(b.to_vec());
+        }
+    }
+
     fn malformed(&self, offset: u64, message: String) -> IngestError {
         IngestError::Malformed {
             path: self.path.clone(),
@@ -389,6 +418,26 @@ impl CaptureReader {
     /// `None` while reading, and after a complete read.
     pub fn stop_warning(&self) -> Option<&CaptureWarning> {
         self.stopped.and_then(|i| self.warnings.get(i))
+    }
+
+    /// The raw bytes of the record of the frame last returned by
+    /// [`Self::next_frame`], in the file's byte order: for pcapng the whole
+    /// block (type, length, body with its options, trailing length), for
+    /// legacy pcap the record header and data. Empty before the first frame.
+    /// Lets a writer copy options (`opt_comment`, `epb_flags`, …) that the
+    /// [`Frame`] does not model (used by `pcapsleuth annotate`).
+    pub fn record_bytes(&self) -> &[u8] {
+        self.buf
+            .get(self.record.0..self.record.0.saturating_add(self.record.1))
+            .unwrap_or_default()
+    }
+
+    /// Copies of the pcapng Section Header and Interface Description Blocks
+    /// read so far, whole and in file order (SHB type `0x0A0D0D0A`, IDB type
+    /// 1, each in its section's byte order). Empty for legacy pcap. Lets a
+    /// writer keep section comments and interface options.
+    pub fn header_blocks(&self) -> &[Vec<u8>] {
+        &self.header_blocks
     }
 
     /// pcap or pcapng.

@@ -262,10 +262,7 @@ fn stop_of(bytes: Vec<u8>) -> (u64, Option<(WarningKind, String)>) {
     while r.next_frame().expect("reads").is_some() {
         n += 1;
     }
-    (
-        n,
-        r.stop_warning().map(|w| (w.kind, w.message.clone())),
-    )
+    (n, r.stop_warning().map(|w| (w.kind, w.message.clone())))
 }
 
 #[test]
@@ -288,6 +285,9 @@ fn gzip_cut_on_a_record_boundary_stops_with_a_warning() {
     // A plain file cut inside a record stops there; one cut on a boundary is
     // indistinguishable from a complete file.
     let (frames, stop) = stop_of(raw[..end + 10].to_vec());
-    assert_eq!((frames, stop.map(|s| s.0)), (20, Some(WarningKind::TruncatedRecord)));
+    assert_eq!(
+        (frames, stop.map(|s| s.0)),
+        (20, Some(WarningKind::TruncatedRecord))
+    );
     assert_eq!(stop_of(raw[..end].to_vec()), (20, None));
 }

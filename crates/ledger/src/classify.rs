@@ -5,8 +5,8 @@
 use crate::cause::{StallCause, TimerKind};
 use crate::model::StallEvidence;
 use crate::state::{is_probe, Mark, Provisional, StreamState, Vantage, WaitKind};
+use pcapsleuth_core::timer::{matches_coarse_timer, matches_timer, timer_window, SLOW_TICK_NS};
 use pcapsleuth_core::Direction;
-use pcapsleuth_detect::timer::{matches_coarse_timer, matches_timer, timer_window, SLOW_TICK_NS};
 use pcapsleuth_flow::SegmentEvent;
 
 const MS: i64 = 1_000_000;

@@ -14,13 +14,16 @@ pub use classify::{
 pub use model::{CauseTime, LedgerReport, ServiceLedger, StallEntry, StallEvidence, StreamLedger};
 
 use classify::{classify, resolve, Decision};
+use pcapsleuth_core::timer::timer_window;
 use pcapsleuth_core::{Direction, Endpoint, StreamId, Timestamp};
 use pcapsleuth_decode::IcmpKind;
-use pcapsleuth_detect::timer::timer_window;
 use pcapsleuth_flow::{FlowEvent, IcmpErrorEvent, SegmentEvent};
 use rollup::Rollup;
 use state::{entry, FragNote, Mark, StreamState, WaitKind};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
+
+/// Most retired stream ids remembered (see [`StallLedger`]).
+pub const MAX_RETIRED: usize = 65_536;
 
 /// Add up per-cause rows (of several streams, say): one row per cause in
 /// [`StallCause::ALL`] order, durations rounded to the µs. The capture's
@@ -51,7 +54,7 @@ pub fn human_duration(ns: i64) -> String {
 
 /// ns → ms with three decimals.
 pub(crate) fn ms(ns: i64) -> f64 {
-    pcapsleuth_detect::retx::ns_to_ms(ns)
+    pcapsleuth_core::time::ns_to_ms(ns)
 }
 
 /// Tuning of the ledger.
@@ -78,13 +81,17 @@ impl Default for LedgerConfig {
 /// ([`StallLedger::on_event`]), then [`StallLedger::finish`].
 ///
 /// State is kept for active streams only (a stream is retired at its reset
-/// or when both FINs are acknowledged), with at most
+/// or when both FINs are acknowledged, and only its id is remembered, for at
+/// most [`MAX_RETIRED`] streams), with at most
 /// [`LedgerConfig::max_entries_per_stream`] entries each.
 #[derive(Debug, Default)]
 pub struct StallLedger {
     cfg: LedgerConfig,
     active: HashMap<StreamId, StreamState>,
+    /// Recently retired streams (their late segments — a re-sent RST, a
+    /// last ACK — are ignored), at most [`MAX_RETIRED`], oldest forgotten first.
     retired: HashSet<StreamId>,
+    retired_order: VecDeque<StreamId>,
     rollup: Rollup,
     last: Option<Mark>,
 }
@@ -101,6 +108,11 @@ impl StallLedger {
             cfg,
             ..Default::default()
         }
+    }
+
+    /// Streams whose state is held now (the active ones).
+    pub fn active_streams(&self) -> usize {
+        self.active.len()
     }
 
     /// Consume one flow event (in frame order).
@@ -172,6 +184,9 @@ impl StallLedger {
                 rollup::push(&mut st.out, e, max);
             }
         }
+        if let Some(c) = st.rto_check.take() {
+            check_crossed_rto(st, c, seg);
+        }
         let thr = threshold(&cfg, st);
         let now = Mark {
             frame: seg.frame,
@@ -195,7 +210,10 @@ impl StallLedger {
         st.apply(seg);
         for d in [Direction::ClientToServer, Direction::ServerToClient] {
             let w = &mut st.sides[d.index()].wait;
-            if progressed[d.index()] || w.is_none() {
+            // A frame out of timestamp order (multi-interface pcapng) never
+            // moves a wait's start back in time.
+            let later = w.is_none_or(|m| now.ts >= m.ts);
+            if (progressed[d.index()] || w.is_none()) && later {
                 *w = Some(now);
             }
         }
@@ -206,7 +224,13 @@ impl StallLedger {
                 .all(|s| s.fin_sent && s.outstanding() == 0 && s.acked.is_some());
         if done && st.pending.is_none() {
             if let Some(st) = self.active.remove(&seg.stream) {
+                if self.retired_order.len() >= MAX_RETIRED {
+                    if let Some(old) = self.retired_order.pop_front() {
+                        self.retired.remove(&old);
+                    }
+                }
                 self.retired.insert(st.id);
+                self.retired_order.push_back(st.id);
                 self.rollup.stream(st);
             }
         }
@@ -270,7 +294,16 @@ fn record(
                     s.rto_prev_gap_ns = evd.observed_ms.map_or(0, |m| (m * 1e6) as i64);
                 }
                 s.episode = Some(cause);
-                let first = *s.episode_idx.get_or_insert(st.out.entries.len());
+                let idx = st.out.entries.len();
+                let first = *s.episode_idx.get_or_insert(idx);
+                if cause == StallCause::DataRto && evd.step == Some(1) && idx < max {
+                    st.rto_check = Some(state::RtoCheck {
+                        idx,
+                        dir: d,
+                        at: now,
+                        nxt: st.sides[d.index()].nxt.unwrap_or(0),
+                    });
+                }
                 if matches!(cause, StallCause::PathMtu | StallCause::MissingZeroWindow) {
                     relabel_episode(&mut st.out, d, first, cause);
                 }
@@ -279,6 +312,53 @@ fn record(
             rollup::push(&mut st.out, e, max);
         }
     }
+}
+
+/// The peer's answer crossed `d`'s first RTO retransmission: it comes
+/// within max(RTT, 5 ms) of it, carries new data of at least 536 bytes but
+/// 40 under the peer's MSS and
+/// acknowledges everything `d` had sent (the original arrived: the RTO was
+/// spurious). Both sides then waited ≈ one RTO, the peer for its own timer:
+/// its probe0 timer after a path-MTU drop cut its answer (`tcp_write_wakeup`
+/// re-segments below the MSS; seed 000 seen from the far side, where no
+/// ICMP is visible). With a frag-needed for the peer's bytes it is certain.
+fn check_crossed_rto(st: &mut StreamState, c: state::RtoCheck, seg: &SegmentEvent) {
+    let peer = st.side(c.dir.reverse());
+    let window = st.rtt_ns().unwrap_or(0).max(5_000_000);
+    let crossed = seg.dir == c.dir.reverse()
+        && seg.ts.0.saturating_sub(c.at.ts.0) <= window
+        && seg.payload_len > 0
+        && seg.rel_seq >= peer.nxt.unwrap_or(0)
+        && seg.rel_ack.is_some_and(|a| a >= c.nxt);
+    // Cut to a smaller path MTU: at least RFC 879's default 536-byte
+    // segment (a short answer is just an answer) and 40 bytes under the MSS.
+    let below_mss = seg.payload_len >= 536
+        && peer
+            .mss
+            .is_some_and(|m| seg.payload_len + 40 <= u32::from(m));
+    let frag = peer.frag.is_some();
+    if !(crossed && (below_mss || frag)) {
+        return;
+    }
+    let Some(e) = st.out.entries.get_mut(c.idx) else {
+        return;
+    };
+    if e.cause != StallCause::DataRto {
+        return;
+    }
+    let dur = e.end_ns.saturating_sub(e.start_ns);
+    let old = &mut st.out.by_cause[StallCause::DataRto.index()];
+    old.0 = old.0.saturating_sub(1);
+    old.1 = old.1.saturating_sub(dur);
+    let new = &mut st.out.by_cause[StallCause::Probe0.index()];
+    new.0 += 1;
+    new.1 = new.1.saturating_add(dur);
+    e.cause = StallCause::Probe0;
+    e.evidence.trigger_frame = Some(seg.frame);
+    e.evidence.segment_bytes = Some(seg.payload_len);
+    e.evidence.rule = "re-sent by the RTO as the peer's answer, held as long by its probe0 timer and cut below its MSS (path MTU), crossed it";
+    let s = &mut st.sides[c.dir.index()];
+    s.episode = Some(StallCause::Probe0);
 }
 
 /// A later step showed what the whole retransmission episode of `d` was:

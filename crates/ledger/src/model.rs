@@ -22,7 +22,7 @@ pub struct StallEvidence {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_ms: Option<f64>,
     /// Whether `observed_ms` falls in the timer window of `expected_ms`
-    /// (`pcapsleuth_detect::timer::matches_timer`).
+    /// (`pcapsleuth_core::timer::matches_timer`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub matches_timer: Option<bool>,
     /// A frame that explains the stall (the ICMP error, the zero-window ACK…).

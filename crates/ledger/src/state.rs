@@ -164,7 +164,23 @@ pub(crate) struct StreamState {
     pub hs_synack: Option<Timestamp>,
     pub hs_ack: Option<Timestamp>,
     pub pending: Option<Provisional>,
+    /// A first RTO step just recorded: if the peer's answer crosses it, the
+    /// peer was held by its own timer (see `lib.rs`, `check_crossed_rto`).
+    pub rto_check: Option<RtoCheck>,
     pub out: StreamOut,
+}
+
+/// A first-step RTO entry to re-examine on the peer's next segment.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RtoCheck {
+    /// Index of the entry in the stream's entries.
+    pub idx: usize,
+    /// Direction of the re-sent bytes.
+    pub dir: Direction,
+    /// The retransmission.
+    pub at: Mark,
+    /// SND.NXT of `dir` then (the peer's answer must acknowledge it all).
+    pub nxt: i64,
 }
 
 impl StreamState {
@@ -182,6 +198,7 @@ impl StreamState {
             hs_synack: None,
             hs_ack: None,
             pending: None,
+            rto_check: None,
             out: StreamOut::default(),
         }
     }

@@ -32,3 +32,33 @@ fn dump() {
         }
     }
 }
+
+/// `LEDGER_RULE=substring`: list every corpus entry whose rule contains it.
+#[test]
+fn rule_hits() {
+    let Ok(rule) = std::env::var("LEDGER_RULE") else {
+        return;
+    };
+    let Some(shared) = pcapsleuth_testkit::shared_dir() else {
+        return;
+    };
+    for p in pcapsleuth_testkit::captures_under(&shared.join("captures")) {
+        let Some(r) = common::ledger_of(&p) else {
+            continue;
+        };
+        for e in r.streams.iter().flat_map(|s| s.stalls.iter()) {
+            if e.evidence.rule.contains(&rule) {
+                println!(
+                    "{} stream {} {}-{} {:.1} ms {:?} seg {:?}",
+                    p.display(),
+                    e.tcp_stream,
+                    e.start_frame,
+                    e.end_frame,
+                    e.duration_ms,
+                    e.cause,
+                    e.evidence.segment_bytes
+                );
+            }
+        }
+    }
+}

@@ -257,11 +257,15 @@ fn nagle_held_until_the_delayed_ack() {
 fn missing_zero_window_when_retransmissions_get_open_window_dupacks() {
     let mut s = Script::new();
     s.handshake(0.0, 0.2, 0.01);
-    s.seg(C2S, 10.0, 1, 1000, Some(1));
-    s.seg(C2S, 225.0, 1, 1000, Some(1));
+    // Segments of this size pass (so this is no black hole)…
+    s.seg(C2S, 5.0, 1, 1000, Some(1));
+    s.seg(S2C, 5.2, 1, 0, Some(1001));
+    // …then one is dropped by the receiver.
+    s.seg(C2S, 10.0, 1001, 1000, Some(1));
+    s.seg(C2S, 225.0, 1001, 1000, Some(1));
     // The receiver answers the retransmission without taking it, window open.
-    s.seg(S2C, 225.2, 1, 0, Some(1));
-    s.seg(C2S, 655.0, 1, 1000, Some(1));
+    s.seg(S2C, 225.2, 1, 0, Some(1001));
+    s.seg(C2S, 655.0, 1001, 1000, Some(1));
     let got = stalls(&s.run());
     assert!(
         got.iter()
@@ -386,4 +390,68 @@ fn rollups_and_summary() {
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["time_lost_by_cause"][0]["cause"], "syn_timeout");
     assert_eq!(json["streams"][0]["stalls"][0]["dir"], "client_to_server");
+}
+
+#[test]
+fn probe0_seen_from_the_far_side_crosses_a_spurious_rto() {
+    // At the server: its request (the stream's first data) waits ≈207 ms;
+    // its RTO re-sends it and the client's answer, cut below the MSS by a
+    // path-MTU drop the server cannot see, arrives at once.
+    // (answer delay after the re-send ms, answer bytes, expected cause)
+    let table: &[(f64, u32, StallCause)] = &[
+        (0.1, 1348, StallCause::Probe0),
+        // A full-size answer (MSS 1460 less 12 bytes of timestamps): nothing
+        // says the peer was held by a timer.
+        (0.1, 1448, StallCause::DataRto),
+        // The answer long after the RTO: not crossing it.
+        (50.0, 1348, StallCause::DataRto),
+    ];
+    for &(after, len, want) in table {
+        let mut s = Script::new();
+        s.handshake(0.0, 0.01, 0.2);
+        s.seg(S2C, 10.0, 1, 11, Some(1));
+        s.seg(S2C, 217.0, 1, 11, Some(1));
+        s.seg(C2S, 217.0 + after, 1, len, Some(12));
+        let got = stalls(&s.run());
+        let rto: Vec<_> = got
+            .iter()
+            .filter(|e| e.dir == S2C && e.evidence.step.is_some())
+            .collect();
+        assert_eq!(rto.len(), 1, "{after} {len}: {got:#?}");
+        assert_eq!(rto[0].cause, want, "{after} {len}: {got:#?}");
+    }
+}
+
+#[test]
+fn state_is_bounded_by_active_streams() {
+    let mut l = StallLedger::new();
+    let (client, server) = v4_pair(40000, 80);
+    let mut frame = 0;
+    for stream in 0..5000u64 {
+        let t = stream as f64 * 10.0;
+        l.on_event(&FlowEvent::FlowStarted(FlowStarted {
+            stream,
+            client,
+            server,
+            frame: frame + 1,
+            ts: at(t),
+        }));
+        let mut seg = |dir, dt: f64, seq, len, ack: Option<i64>, flags: u16| {
+            frame += 1;
+            let isn = if dir == C2S { ISN_C } else { ISN_S };
+            let s = SegmentEvent {
+                stream,
+                flags: TcpFlags(flags),
+                rel_ack: ack,
+                ..segment(dir, frame, at(t + dt), isn, seq, len)
+            };
+            l.on_event(&FlowEvent::Segment(s));
+        };
+        seg(C2S, 0.0, 0, 0, None, SYN);
+        seg(S2C, 0.1, 0, 0, Some(1), SYN | ACK);
+        seg(C2S, 0.2, 1, 0, Some(1), ACK);
+        seg(C2S, 0.3, 1, 0, Some(1), TcpFlags::RST | ACK);
+    }
+    assert_eq!(l.active_streams(), 0);
+    assert!(l.finish().streams.is_empty());
 }

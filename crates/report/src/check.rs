@@ -79,6 +79,7 @@ mod tests {
             warnings: vec![],
             error: None,
             incomplete: None,
+            capture_quality: None,
             findings: vec![],
             flows: vec![],
             sources: vec![],

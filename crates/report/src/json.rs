@@ -1,8 +1,10 @@
 //! JSON and JSON Lines renderers (the machine-readable contract; see the crate
 //! documentation for the field-by-field specification).
 
-use crate::model::{CaptureReport, Report, SourceReport, SCHEMA_VERSION};
-use crate::wire::FlowReport;
+use crate::community_id;
+use crate::model::{CaptureReport, Report, SourceReport, SCHEMA_VERSION, TOOL_VERSION};
+use crate::wire::{CaptureQualityReport, FlowReport, WarningReport};
+use pcapsleuth_core::Finding;
 use pcapsleuth_ledger::{sum_cause_times, CauseTime};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -23,11 +25,54 @@ fn pretty<T: Serialize>(v: &T) -> String {
     }
 }
 
+/// A finding as serialised: its own fields, then `community_id` (since 1.1)
+/// when its flow is TCP or UDP ([`community_id::of_flow_ref`]).
+#[derive(Serialize)]
+struct FindingOut<'a> {
+    #[serde(flatten)]
+    finding: &'a Finding,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    community_id: Option<String>,
+}
+
+impl<'a> FindingOut<'a> {
+    fn new(finding: &'a Finding) -> Self {
+        FindingOut {
+            finding,
+            community_id: finding.flow.as_ref().and_then(community_id::of_flow_ref),
+        }
+    }
+}
+
+/// `serialize_with` of [`CaptureReport::findings`]: every finding with its
+/// `community_id`.
+pub(crate) fn serialize_findings<S: serde::Serializer>(
+    findings: &[Finding],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(findings.iter().map(FindingOut::new))
+}
+
+/// The whole document of [`render_json`]: the report with the version of
+/// pcapsleuth that rendered it.
+#[derive(Serialize)]
+struct ReportDoc<'a> {
+    schema_version: u32,
+    pcapsleuth_version: &'a str,
+    captures: &'a [CaptureReport],
+}
+
 /// Render the whole report as pretty-printed JSON (two-space indent) followed
 /// by a trailing newline. Key order is the declaration order of the model, so
 /// output is byte-identical from run to run. `flows` is omitted when empty.
+/// `pcapsleuth_version` ([`TOOL_VERSION`], since 1.1) follows
+/// `schema_version`.
 pub fn render_json(report: &Report) -> String {
-    pretty(report)
+    pretty(&ReportDoc {
+        schema_version: report.schema_version,
+        pcapsleuth_version: TOOL_VERSION,
+        captures: &report.captures,
+    })
 }
 
 /// One JSON Lines line per finding of one capture: each line is a compact JSON
@@ -81,7 +126,7 @@ fn render_findings_jsonl(capture: &CaptureReport) -> String {
     for f in &capture.findings {
         let mut obj = Map::new();
         obj.insert("path".to_string(), Value::String(capture.path.clone()));
-        match serde_json::to_value(f) {
+        match serde_json::to_value(FindingOut::new(f)) {
             Ok(Value::Object(fields)) => {
                 for (k, v) in fields {
                     obj.insert(k, v);
@@ -115,19 +160,35 @@ struct FlowsCapture<'a> {
     path: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    incomplete: Option<&'a WarningReport>,
+    /// As in `analyze` JSON (contract 1.1; omitted when the file could not
+    /// be read at all).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    capture_quality: Option<&'a CaptureQualityReport>,
     #[serde(skip_serializing_if = "<[SourceReport]>::is_empty")]
     sources: &'a [SourceReport],
-    flows: &'a [FlowReport],
+    flows: Vec<FlowOut<'a>>,
     /// The capture's latency budget: every flow's `time_lost_by_cause`
     /// summed per cause (contract 1.1; omitted when no flow stalled).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     time_lost_by_cause: Vec<CauseTime>,
 }
 
+/// A FLOW as serialised: its own fields, then `community_id` (since 1.1).
+#[derive(Serialize)]
+struct FlowOut<'a> {
+    #[serde(flatten)]
+    flow: &'a FlowReport,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    community_id: Option<String>,
+}
+
 /// Whole document of [`render_flows_json`].
 #[derive(Serialize)]
 struct FlowsDoc<'a> {
     schema_version: u32,
+    pcapsleuth_version: &'a str,
     captures: Vec<FlowsCapture<'a>>,
 }
 
@@ -142,14 +203,30 @@ struct FlowsDoc<'a> {
 pub fn render_flows_json(report: &Report) -> String {
     let doc = FlowsDoc {
         schema_version: SCHEMA_VERSION,
+        pcapsleuth_version: TOOL_VERSION,
         captures: report
             .captures
             .iter()
             .map(|c| FlowsCapture {
                 path: &c.path,
                 error: c.error.as_deref(),
+                incomplete: c.incomplete.as_ref(),
+                capture_quality: c.capture_quality.as_ref(),
                 sources: &c.sources,
-                flows: &c.flows,
+                flows: c
+                    .flows
+                    .iter()
+                    .map(|flow| FlowOut {
+                        flow,
+                        community_id: community_id::community_id_v1(
+                            &flow.client,
+                            flow.client_port,
+                            &flow.server,
+                            flow.server_port,
+                            pcapsleuth_core::ip_protocol::TCP,
+                        ),
+                    })
+                    .collect(),
                 time_lost_by_cause: sum_cause_times(
                     c.flows.iter().flat_map(|f| f.time_lost_by_cause.iter()),
                 ),

@@ -1,14 +1,18 @@
 //! Serializable report types: the JSON wire format.
 
-use crate::wire::{FlowReport, WarningReport};
+use crate::wire::{CaptureQualityReport, FlowReport, WarningReport};
 use pcapsleuth_core::Finding;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Current JSON schema version.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The version of pcapsleuth that renders a report (the workspace version):
+/// `pcapsleuth_version` in JSON (since 1.1), the footer of Markdown and HTML.
+pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The whole report: one entry per input capture, in input order.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     /// Always [`SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -17,7 +21,7 @@ pub struct Report {
 }
 
 /// One capture interface.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InterfaceReport {
     /// Interface id (IDB index).
     pub id: u32,
@@ -28,7 +32,7 @@ pub struct InterfaceReport {
 }
 
 /// Results for one capture file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CaptureReport {
     /// Path as given on the command line.
     pub path: String,
@@ -54,14 +58,21 @@ pub struct CaptureReport {
     /// (also in `warnings`) saying what and where. Omitted for a complete read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<WarningReport>,
-    /// Findings, sorted by first frame then detector.
+    /// What the capture itself lost, cut, doubled or reordered, and the
+    /// verdict (contract 1.1); `null` when the file could not be read at
+    /// all (as `format`).
+    pub capture_quality: Option<CaptureQualityReport>,
+    /// Findings, sorted by first frame then detector. Each is serialised
+    /// with its `community_id` (since 1.1) appended when it has one.
+    #[serde(serialize_with = "crate::json::serialize_findings")]
     pub findings: Vec<Finding>,
     /// Per-flow summaries (only filled for `pcapsleuth flows`; omitted from `analyze` JSON).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Not read back by `report merge` (an `analyze` report has none).
+    #[serde(default, skip_deserializing, skip_serializing_if = "Vec::is_empty")]
     pub flows: Vec<FlowReport>,
     /// Only for a merged capture set (`--merge`): the files merged, in input
     /// order. Empty (and omitted from JSON) for a single capture.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sources: Vec<SourceReport>,
 }
 
@@ -71,7 +82,7 @@ pub struct CaptureReport {
 /// `mergecap -w merged.pcapng <files…>` does, so the set's frame numbers are
 /// those of that mergecap output; each file's interfaces get ids after those
 /// of the files before it (as with `mergecap -I none`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SourceReport {
     /// Path as given on the command line.
     pub path: String,

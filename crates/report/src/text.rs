@@ -3,11 +3,12 @@
 use crate::common::{
     endpoint, evidence_value, flow, merged_from, plural, severity_counts, source_frames,
 };
+use crate::group::{group_findings, Group};
 use crate::model::{CaptureReport, Report};
 use crate::time::{format_duration_s, format_ts_utc};
-use crate::wire::FlowReport;
-use pcapsleuth_ledger::{human_duration, sum_cause_times};
+use crate::wire::{CaptureQualityReport, FlowReport, QualityReasonReport, QualityVerdictReport};
 use pcapsleuth_core::{Finding, Severity};
+use pcapsleuth_ledger::{human_duration, sum_cause_times};
 use std::fmt::Write as _;
 
 /// Options for [`render_text`].
@@ -53,10 +54,20 @@ impl Style {
 ///         <wireshark_filter>
 ///         frames: <file>#<frame>, <file>#<first>-<last>, …
 ///         <stream_filter>
+///         remedy: <remedy>
+/// <severity> <detector>  <n> findings from <client> to <n> services, e.g.: <first summary>
+///         remedy: <remedy>
+///         tcp.stream <N>  <client:port -> server:port>  <wireshark_filter>
+///         …
 /// capture warning: <kind> at byte <offset> (frame <n>): <message>
 /// error: <error>
 /// -- <packets> packets, <n> TCP streams, <n> findings (<e> error, <w> warning, <i> info)
 /// ```
+///
+/// The flow is left out of a finding's line when its summary already names
+/// both endpoints. Repeated findings of one detector on one service or
+/// peer (at least [`crate::group::MIN_GROUP`]) are one group: a line with
+/// the first member's summary, the remedy, and one line per member.
 ///
 /// The `merged from` and `frames:` lines appear only for a merged set
 /// (`--merge`): they name the files and, for each cited frame (in the order
@@ -88,16 +99,14 @@ pub fn render_capture_text(c: &CaptureReport, opts: &TextOptions) -> String {
     if let Some(m) = merged_from(c) {
         let _ = writeln!(out, "   merged from {m}");
     }
-    for f in &c.findings {
-        let _ = writeln!(out, "{}", finding_line(f, &st));
-        if !f.wireshark_filter.is_empty() {
-            let _ = writeln!(out, "        {}", st.paint("2", &f.wireshark_filter));
-        }
-        if let Some(sf) = source_frames(f) {
-            let _ = writeln!(out, "        {}", st.paint("2", &format!("frames: {sf}")));
-        }
-        if let Some(sf) = &f.stream_filter {
-            let _ = writeln!(out, "        {}", st.paint("2", sf));
+    for g in group_findings(&c.findings) {
+        match g.peer {
+            Some(_) => group_lines(&mut out, c, &g, &st),
+            None => {
+                if let Some(f) = g.members.first().and_then(|&i| c.findings.get(i)) {
+                    finding_lines(&mut out, f, &st);
+                }
+            }
         }
     }
     for w in &c.warnings {
@@ -120,6 +129,19 @@ pub fn render_capture_text(c: &CaptureReport, opts: &TextOptions) -> String {
     if let Some(e) = &c.error {
         let _ = writeln!(out, "{} {e}", st.paint("1;31", "error:"));
     }
+    if let Some(q) = c
+        .capture_quality
+        .as_ref()
+        .filter(|q| q.verdict != QualityVerdictReport::Trustworthy)
+    {
+        let _ = writeln!(
+            out,
+            "{} {}: {}",
+            st.paint("33", "capture quality:"),
+            q.verdict.as_str(),
+            quality_reasons(q)
+        );
+    }
     let [e, w, i] = severity_counts(&c.findings);
     let _ = writeln!(
         out,
@@ -129,6 +151,15 @@ pub fn render_capture_text(c: &CaptureReport, opts: &TextOptions) -> String {
         plural(c.findings.len() as u64, "finding"),
     );
     out
+}
+
+/// The reasons of a capture-quality verdict, `; `-separated, worst first.
+pub(crate) fn quality_reasons(q: &CaptureQualityReport) -> String {
+    q.reasons
+        .iter()
+        .map(QualityReasonReport::describe)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// ` (pcap, 2024-…Z .. 2024-…Z, 3.000 s)` or ` (unreadable)`.
@@ -145,13 +176,99 @@ fn header_facts(c: &CaptureReport) -> String {
     }
 }
 
+/// One finding: its line, filters, the files of its frames (merged set)
+/// and its remedy.
+fn finding_lines(out: &mut String, f: &Finding, st: &Style) {
+    let _ = writeln!(out, "{}", finding_line(f, st));
+    if !f.wireshark_filter.is_empty() {
+        let _ = writeln!(out, "        {}", st.paint("2", &f.wireshark_filter));
+    }
+    if let Some(sf) = source_frames(f) {
+        let _ = writeln!(out, "        {}", st.paint("2", &format!("frames: {sf}")));
+    }
+    if let Some(sf) = &f.stream_filter {
+        let _ = writeln!(out, "        {}", st.paint("2", sf));
+    }
+    remedy_line(out, f, st);
+}
+
+fn remedy_line(out: &mut String, f: &Finding, st: &Style) {
+    if !f.remedy.is_empty() {
+        let _ = writeln!(out, "        {} {}", st.paint("32", "remedy:"), f.remedy);
+    }
+}
+
+/// A group of repeated findings ([`group_findings`]): one line with the
+/// count, the peer and the first member's summary, the remedy, then one
+/// line per member (stream, flow, frames).
+fn group_lines(out: &mut String, c: &CaptureReport, g: &Group, st: &Style) {
+    let members: Vec<&Finding> = g
+        .members
+        .iter()
+        .filter_map(|&i| c.findings.get(i))
+        .collect();
+    let Some(first) = members.first() else {
+        return;
+    };
+    let flows: Vec<_> = members.iter().filter_map(|f| f.flow.as_ref()).collect();
+    let mut services: Vec<String> = flows
+        .iter()
+        .map(|f| endpoint(&f.server, f.server_port))
+        .collect();
+    services.sort_unstable();
+    services.dedup();
+    let mut clients: Vec<&str> = flows.iter().map(|f| f.client.as_str()).collect();
+    clients.sort_unstable();
+    clients.dedup();
+    let from = match clients.as_slice() {
+        [one] => format!("from {one}"),
+        many => format!("from {} clients", many.len()),
+    };
+    let to = match services.as_slice() {
+        [one] => format!("to {one}"),
+        many => format!("to {} services", many.len()),
+    };
+    let _ = writeln!(
+        out,
+        "{} {}  {} findings {from} {to}, e.g.: {}",
+        st.severity(first.severity),
+        first.detector,
+        members.len(),
+        first.summary
+    );
+    remedy_line(out, first, st);
+    for f in &members {
+        let mut line = String::new();
+        if let Some(s) = f.tcp_stream {
+            let _ = write!(line, "tcp.stream {s}  ");
+        } else if let Some(s) = f.udp_stream {
+            let _ = write!(line, "udp.stream {s}  ");
+        }
+        if let Some(fl) = &f.flow {
+            let _ = write!(line, "{}  ", flow(fl));
+        }
+        line.push_str(&f.wireshark_filter);
+        if let Some(sf) = source_frames(f) {
+            let _ = write!(line, "  frames: {sf}");
+        }
+        let _ = writeln!(out, "        {}", st.paint("2", line.trim_end()));
+    }
+}
+
 fn finding_line(f: &Finding, st: &Style) -> String {
     let mut line = format!("{} {}", st.severity(f.severity), f.detector);
     if let Some(s) = f.tcp_stream {
         let _ = write!(line, "  tcp.stream {s}");
+    } else if let Some(s) = f.udp_stream {
+        let _ = write!(line, "  udp.stream {s}");
     }
+    // The flow once per line: not again when the summary names it.
     if let Some(fl) = &f.flow {
-        let _ = write!(line, "  {}", flow(fl));
+        let client = endpoint(&fl.client, fl.client_port);
+        let server = endpoint(&fl.server, fl.server_port);
+        if !(f.summary.contains(&client) && f.summary.contains(&server)) {
+            let _ = write!(line, "  {}", flow(fl));
+        }
     }
     let _ = write!(line, "  {}", f.summary);
     line
@@ -211,7 +328,10 @@ fn time_lost_line(flows: &[FlowReport]) -> Option<String> {
     causes.sort_by(|a, b| b.duration_ms.total_cmp(&a.duration_ms));
     let ns = |ms: f64| (ms * 1e6).round() as i64;
     let total: f64 = causes.iter().map(|c| c.duration_ms).sum();
-    let stalled = flows.iter().filter(|f| !f.time_lost_by_cause.is_empty()).count();
+    let stalled = flows
+        .iter()
+        .filter(|f| !f.time_lost_by_cause.is_empty())
+        .count();
     let parts: Vec<String> = causes
         .iter()
         .map(|c| {

@@ -11,10 +11,10 @@
 use pcapsleuth_flow::{ConnState, FlowSummary, RetransmissionCounts, RttStats, Sighting};
 use pcapsleuth_ingest::{CaptureWarning, WarningKind};
 use pcapsleuth_ledger::{CauseTime, StallEntry};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// WARNING: a fact about the capture file that did not stop reading.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WarningReport {
     /// What happened.
     pub kind: WarningKindReport,
@@ -29,7 +29,7 @@ pub struct WarningReport {
 
 /// `kind` of a [`WarningReport`] (JSON: snake_case strings; new kinds may be
 /// added).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WarningKindReport {
     /// The file ends in the middle of a record.
@@ -152,6 +152,10 @@ pub struct FlowReport {
     /// timeouts". Omitted when the flow never stalled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stall_summary: Option<String>,
+    /// What the capture lost, cut or doubled of this flow (contract 1.1).
+    /// Omitted when the flow has nothing to report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture_quality: Option<FlowQualityReport>,
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -332,6 +336,258 @@ impl From<&FlowSummary> for FlowReport {
             stalls_dropped: 0,
             time_lost_by_cause: Vec::new(),
             stall_summary: None,
+            capture_quality: None,
         }
     }
+}
+
+/// `verdict` of a [`CaptureQualityReport`] and of each of its reasons
+/// (JSON: snake_case strings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QualityVerdictReport {
+    /// Nothing found that would make a diagnosis doubtful.
+    Trustworthy,
+    /// Findings hold, but a finding about loss, timing or a missing
+    /// direction may be the capture's doing (the reasons say which).
+    UseWithCare,
+    /// Loss and timing findings are more likely the capture's than the
+    /// network's.
+    NotTrustworthy,
+}
+
+impl QualityVerdictReport {
+    /// `"trustworthy"` / `"use_with_care"` / `"not_trustworthy"`, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QualityVerdictReport::Trustworthy => "trustworthy",
+            QualityVerdictReport::UseWithCare => "use_with_care",
+            QualityVerdictReport::NotTrustworthy => "not_trustworthy",
+        }
+    }
+}
+
+/// One reason of a [`CaptureQualityReport`] (JSON: an object whose `kind`
+/// names the variant in snake_case, then `verdict`, then the counts; new
+/// kinds may be added).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum QualityReasonReport {
+    /// The capture dropped packets on an interface (pcapng ISB `isb_ifdrop`
+    /// + `isb_osdrop`).
+    InterfaceDrops {
+        /// What this reason alone makes of the capture.
+        verdict: QualityVerdictReport,
+        /// Interface id.
+        interface: u32,
+        /// Packets dropped.
+        dropped: u64,
+        /// Frames captured on the interface.
+        captured: u64,
+    },
+    /// Bytes acknowledged by the receiver that no captured frame carried.
+    CaptureLoss {
+        /// What this reason alone makes of the capture.
+        verdict: QualityVerdictReport,
+        /// Flows with such bytes.
+        flows: u64,
+        /// Bytes acknowledged, never captured.
+        bytes: u64,
+        /// TCP payload bytes captured.
+        captured_bytes: u64,
+    },
+    /// snaplen cut frames inside a header.
+    HeadersTruncated {
+        /// What this reason alone makes of the capture.
+        verdict: QualityVerdictReport,
+        /// Frames cut inside a header.
+        frames: u64,
+        /// All frames.
+        of_frames: u64,
+    },
+    /// TCP flows captured in one direction only, whose captured side
+    /// acknowledges the other's bytes.
+    OneSidedFlows {
+        /// What this reason alone makes of the capture.
+        verdict: QualityVerdictReport,
+        /// One-sided flows.
+        flows: u64,
+        /// All TCP flows.
+        of_flows: u64,
+    },
+    /// Timestamps going backwards on one interface.
+    TimestampsBackwards {
+        /// What this reason alone makes of the capture.
+        verdict: QualityVerdictReport,
+        /// Interface id.
+        interface: u32,
+        /// Frames older than the previous frame on the interface.
+        frames: u64,
+        /// Largest step back, ns.
+        max_back_ns: i64,
+    },
+    /// The same packet captured twice on the same interface.
+    SameInterfaceDuplicates {
+        /// What this reason alone makes of the capture.
+        verdict: QualityVerdictReport,
+        /// Frames that were another sighting on the same interface.
+        frames: u64,
+    },
+    /// Reading stopped before the end of the input (`incomplete` or `error`).
+    ReadIncomplete {
+        /// What this reason alone makes of the capture.
+        verdict: QualityVerdictReport,
+        /// Frames read.
+        frames: u64,
+    },
+}
+
+impl QualityReasonReport {
+    /// The reason's `verdict`.
+    pub fn verdict(&self) -> QualityVerdictReport {
+        match *self {
+            QualityReasonReport::InterfaceDrops { verdict, .. }
+            | QualityReasonReport::CaptureLoss { verdict, .. }
+            | QualityReasonReport::HeadersTruncated { verdict, .. }
+            | QualityReasonReport::OneSidedFlows { verdict, .. }
+            | QualityReasonReport::TimestampsBackwards { verdict, .. }
+            | QualityReasonReport::SameInterfaceDuplicates { verdict, .. }
+            | QualityReasonReport::ReadIncomplete { verdict, .. } => verdict,
+        }
+    }
+
+    /// A short phrase for the text and Markdown reports ("capture lost
+    /// 1448 B in 2 flows").
+    pub fn describe(&self) -> String {
+        let plural = |n: u64| if n == 1 { "" } else { "s" };
+        match *self {
+            QualityReasonReport::InterfaceDrops {
+                interface,
+                dropped,
+                captured,
+                ..
+            } => format!(
+                "interface {interface} dropped {dropped} packet{} (captured {captured})",
+                plural(dropped)
+            ),
+            QualityReasonReport::CaptureLoss {
+                flows,
+                bytes,
+                captured_bytes,
+                ..
+            } => format!(
+                "{bytes} B acknowledged but never captured in {flows} flow{} (captured {captured_bytes} B)",
+                plural(flows)
+            ),
+            QualityReasonReport::HeadersTruncated {
+                frames, of_frames, ..
+            } => format!("snaplen cut headers of {frames} of {of_frames} frames"),
+            QualityReasonReport::OneSidedFlows {
+                flows, of_flows, ..
+            } => format!("{flows} of {of_flows} TCP flows captured one way only"),
+            QualityReasonReport::TimestampsBackwards {
+                interface,
+                frames,
+                max_back_ns,
+                ..
+            } => format!(
+                "timestamps went backwards {frames} time{} on interface {interface} (up to {})",
+                plural(frames),
+                crate::time::format_duration_s(max_back_ns)
+            ),
+            QualityReasonReport::SameInterfaceDuplicates { frames, .. } => format!(
+                "{frames} frame{} captured twice on the same interface",
+                plural(frames)
+            ),
+            QualityReasonReport::ReadIncomplete { frames, .. } => {
+                format!("reading stopped early, after {frames} frames")
+            }
+        }
+    }
+}
+
+/// One interface of a [`CaptureQualityReport`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceQualityReport {
+    /// Interface id.
+    pub id: u32,
+    /// Frames captured on it.
+    pub frames: u64,
+    /// pcapng ISB `isb_ifdrop` (packets), `null` when not recorded.
+    pub if_drop: Option<u64>,
+    /// pcapng ISB `isb_osdrop` (packets), `null` when not recorded.
+    pub os_drop: Option<u64>,
+    /// pcapng ISB `isb_ifrecv` (packets), `null` when not recorded.
+    pub if_recv: Option<u64>,
+    /// pcapng ISB `isb_starttime`, ns since the Unix epoch.
+    pub stats_start_ns: Option<i64>,
+    /// pcapng ISB `isb_endtime`, ns since the Unix epoch.
+    pub stats_end_ns: Option<i64>,
+    /// Frames older than the previous frame on this interface.
+    pub backwards_frames: u64,
+    /// Largest such step back, ns.
+    pub max_backwards_ns: i64,
+}
+
+/// CAPTURE_QUALITY: what the capture itself lost, cut, doubled or reordered,
+/// and the verdict (contract 1.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureQualityReport {
+    /// The worst verdict of `reasons` (`trustworthy` without reasons).
+    pub verdict: QualityVerdictReport,
+    /// Why, worst first.
+    pub reasons: Vec<QualityReasonReport>,
+    /// Frames analysed.
+    pub frames: u64,
+    /// TCP flows.
+    pub tcp_flows: u64,
+    /// Frames that were another sighting on the same interface.
+    pub duplicates_same_interface: u64,
+    /// Frames that were another sighting on another interface.
+    pub duplicates_other_interface: u64,
+    /// Bytes acknowledged but never captured (capture loss), all flows.
+    pub capture_lost_bytes: u64,
+    /// Flows with capture loss.
+    pub capture_loss_flows: u64,
+    /// TCP payload bytes captured (duplicate sightings not counted).
+    pub captured_payload_bytes: u64,
+    /// Sequence-gap bytes a later segment filled (network loss or
+    /// reordering before the capture point).
+    pub gap_bytes_filled_late: u64,
+    /// Frames cut by snaplen in their payload only (not a reason).
+    pub payload_truncated_frames: u64,
+    /// Frames cut by snaplen inside a header.
+    pub header_truncated_frames: u64,
+    /// TCP flows captured one way only.
+    pub one_sided_flows: u64,
+    /// Frames older than the previous frame of the file when that one was
+    /// captured on another interface (not a reason).
+    pub backwards_across_interfaces: u64,
+    /// Largest such step back, ns.
+    pub max_backwards_across_ns: i64,
+    /// Every interface, in id order.
+    pub interfaces: Vec<InterfaceQualityReport>,
+}
+
+/// `capture_quality` of a [`FlowReport`]: present only when the flow has
+/// something to report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlowQualityReport {
+    /// Bytes the peer acknowledged that no captured frame carried.
+    pub capture_lost_bytes: u64,
+    /// ACKs that revealed such bytes.
+    pub capture_loss_acks: u64,
+    /// Frame of the first such ACK.
+    pub first_capture_loss_frame: Option<u64>,
+    /// Sequence-gap bytes a later segment filled.
+    pub gap_bytes_filled_late: u64,
+    /// `"client_to_server"` / `"server_to_client"`: the only direction
+    /// captured, when the flow is one-sided; `null` otherwise.
+    pub one_sided: Option<&'static str>,
+    /// Frames that were another sighting on the same interface.
+    pub duplicates_same_interface: u64,
+    /// Frames that were another sighting on another interface.
+    pub duplicates_other_interface: u64,
+    /// Frames cut by snaplen in their payload only.
+    pub payload_truncated_frames: u64,
 }

@@ -103,7 +103,7 @@ pub fn clusters(records: &[Record]) -> Vec<Cluster> {
             } else {
                 WEAK_COPY_WINDOW_NS
             };
-            if a.fp != b.fp || b.ts - a.ts > window {
+            if a.fp != b.fp || b.ts.saturating_sub(a.ts) > window {
                 out.push(classify(records, std::mem::take(&mut group)));
             }
         }

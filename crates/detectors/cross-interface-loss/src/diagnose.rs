@@ -90,7 +90,7 @@ pub enum Shape {
 /// The evidence of one lost packet (JSON keys in declaration order).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CrossInterfaceLossEvidence {
-    /// `tcp-syn`, `tcp-segment`, `tcp-control` or `udp-datagram`.
+    /// `tcp-syn`, `tcp-synack`, `tcp-segment`, `tcp-control` or `udp-datagram`.
     pub packet: &'static str,
     /// The shape ([`Shape`]).
     pub shape: Shape,
@@ -245,6 +245,7 @@ fn shape_of(rep: &Record, nat: NatKind, reply: bool) -> (Shape, &'static str) {
             },
             "tcp-syn",
         ),
+        Some(t) if reply && t.flags & 0x012 == 0x012 => (Shape::Reply, "tcp-synack"),
         Some(_) if reply => (Shape::Reply, "tcp-segment"),
         Some(t) if t.is_reliable() => (Shape::TcpSegment, "tcp-segment"),
         Some(_) => (Shape::TcpControl, "tcp-control"),
@@ -305,7 +306,7 @@ fn build(ix: &Index<'_>, c: &Cluster, e: &Expect, f: &FollowUp) -> Diagnosis {
         frames.extend(cluster_frames(ix, &ix.clusters[ci]));
     }
     let retx = f.retx.map(|ci| &ix.clusters[ci]);
-    let delay_ns = crossed_in.map(|r| r.ts - rep.ts);
+    let delay_ns = crossed_in.map(|r| r.ts.saturating_sub(rep.ts));
     let egress_info = ix.ports.get(&e.egress);
     let egress_capture_drops = egress_info.and_then(|p| p.if_drops).is_some_and(|d| d > 0);
     let never_crossed = rep.tcp.is_some_and(|t| t.is_syn())
@@ -379,6 +380,9 @@ fn build(ix: &Index<'_>, c: &Cluster, e: &Expect, f: &FollowUp) -> Diagnosis {
 
 /// Fill the per-pair, per-service and per-shape counts.
 fn aggregate(ix: &Index<'_>, out: &mut [Diagnosis]) {
+    if out.is_empty() {
+        return;
+    }
     let mut pair_crossed: HashMap<(String, String), u64> = HashMap::new();
     for c in ix.clusters.iter().filter(|c| c.crossed()) {
         let (Some(i), Some(o)) = (c.in_rep(), c.out_rep()) else {

@@ -98,7 +98,7 @@ impl<'a> Index<'a> {
         let mut conv = HashMap::new();
         for (key, list) in by_conversation(records, &clusters) {
             let mut info = ConvInfo::default();
-            for (pos, ci) in list.into_iter().enumerate() {
+            for ci in list {
                 let c: &Cluster = &clusters[ci];
                 let Some(r) = c.in_rep().map(|i| &records[i]) else {
                     continue;
@@ -106,7 +106,7 @@ impl<'a> Index<'a> {
                 info.keys.push((r.ts, r.frame));
                 info.has_syn |= r.tcp.is_some_and(|t| t.is_syn());
                 if c.crossed() {
-                    info.crossed.push(pos);
+                    info.crossed.push(info.clusters.len());
                 }
                 info.clusters.push(ci);
             }
@@ -232,11 +232,12 @@ impl<'a> Index<'a> {
             .data
             .get(&(e.egress, osrc, odst))
             .map_or(&[][..], Vec::as_slice);
-        let from = list.partition_point(|&i| self.rec(i).ts < rep.ts - COPY_WINDOW_NS);
+        let from =
+            list.partition_point(|&i| self.rec(i).ts < rep.ts.saturating_sub(COPY_WINDOW_NS));
         list[from..]
             .iter()
             .map(|&i| self.rec(i))
-            .take_while(|o| o.ts <= rep.ts + COPY_WINDOW_NS)
+            .take_while(|o| o.ts <= rep.ts.saturating_add(COPY_WINDOW_NS))
             .any(same)
     }
 

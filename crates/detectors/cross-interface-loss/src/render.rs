@@ -30,6 +30,7 @@ fn frames_list(frames: &[u64]) -> String {
 fn what(d: &Diagnosis) -> &'static str {
     match d.evidence.packet {
         "tcp-syn" => "The SYN",
+        "tcp-synack" => "The SYN/ACK",
         "tcp-segment" => "The TCP segment",
         "tcp-control" => "The TCP packet",
         _ => "The UDP datagram",

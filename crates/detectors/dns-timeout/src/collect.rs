@@ -13,7 +13,7 @@ use std::hash::{Hash, Hasher};
 pub const DNS_PORT: u16 = 53;
 
 /// Most DNS messages kept per capture (≈ 100 bytes each); later ones are
-/// counted in [`Collector::dropped`] and not analysed.
+/// counted in `Collector::dropped` and not analysed.
 pub const MAX_MESSAGES: usize = 1_000_000;
 
 /// One DNS message as seen on the wire: what the lookup matching needs.

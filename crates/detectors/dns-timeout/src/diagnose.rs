@@ -38,6 +38,11 @@ pub enum Shape {
     /// answer was lost after the capture point, or its sibling's loss is not
     /// in the capture).
     ResentAfterAnswer,
+    /// Answered, re-sent one timeout later together with the first sighting
+    /// of its A/AAAA sibling: glibc repeated the pair because the sibling's
+    /// first query timed out, and that query never reached this capture
+    /// point (seed 002 seen from the uplink, after the DNAT).
+    SiblingLostBeforeCapture,
     /// Still unanswered when the capture ended, before the timeout: not a loss.
     Censored,
 }
@@ -50,7 +55,8 @@ impl Shape {
             Shape::Resent
             | Shape::PairResent
             | Shape::UnansweredNotResent
-            | Shape::NeverAnswered => Severity::Warning,
+            | Shape::NeverAnswered
+            | Shape::SiblingLostBeforeCapture => Severity::Warning,
             Shape::ResentAfterAnswer | Shape::Censored => Severity::Info,
         }
     }
@@ -97,11 +103,16 @@ pub struct DnsTimeoutEvidence {
     pub time_lost_ms: f64,
     /// Every transmission left from the same client port.
     pub same_socket: bool,
+    /// Re-sends with a new transaction id (Go's resolver: a new request and
+    /// socket per try), linked by client, name and type and a timeout gap.
+    pub new_id_resends: u32,
     /// Frames of the sibling query's re-sends that had already been answered
     /// (glibc repeats the pair): collateral, not losses.
     pub collateral_resend_frames: Vec<u64>,
     /// QTYPE of the sibling query of the A/AAAA pair, when captured.
     pub sibling_qtype: Option<String>,
+    /// Frames of the sibling's transmissions.
+    pub sibling_frames: Vec<u64>,
     /// The sibling's socket differs from this query's (`single-request-reopen`).
     pub sibling_other_socket: bool,
     /// An answer was truncated (TC) and the client asked again over TCP.
@@ -215,17 +226,48 @@ fn client_timeouts(lookups: &[Lookup]) -> HashMap<IpAddr, Vec<(i64, i64)>> {
     out
 }
 
-/// The timeout of the client's re-sent lookup nearest in time to `ts`.
+/// The timeout of the client's re-sent lookup nearest in time to `ts`
+/// (the list is in time order).
 fn nearest_timeout(
     timeouts: &HashMap<IpAddr, Vec<(i64, i64)>>,
     ip: IpAddr,
     ts: i64,
 ) -> Option<i64> {
-    timeouts
-        .get(&ip)?
-        .iter()
+    let list = timeouts.get(&ip)?;
+    let k = list.partition_point(|&(t0, _)| t0 < ts);
+    [k.checked_sub(1), Some(k)]
+        .into_iter()
+        .flatten()
+        .filter_map(|i| list.get(i))
         .min_by_key(|(t0, _)| t0.abs_diff(ts))
         .map(|&(_, t)| t)
+}
+
+/// First-transmission time of lookup `j` (`i64::MIN` when unknown).
+fn first_ts(lookups: &[Lookup], j: usize) -> i64 {
+    lookups
+        .get(j)
+        .and_then(Lookup::first)
+        .map_or(i64::MIN, |f| f.ts)
+}
+
+/// The lookups of `list` (indices in first-transmission order) first sent
+/// within `window` ns of `ts`.
+fn near<'a>(
+    lookups: &'a [Lookup],
+    list: &'a [usize],
+    ts: i64,
+    window: u64,
+) -> impl Iterator<Item = usize> + 'a {
+    let lo = ts.saturating_sub_unsigned(window);
+    let start = list.partition_point(|&j| first_ts(lookups, j) < lo);
+    list.get(start..)
+        .unwrap_or(&[])
+        .iter()
+        .copied()
+        .take_while(move |&j| {
+            first_ts(lookups, j).abs_diff(ts) <= window || first_ts(lookups, j) < ts
+        })
 }
 
 /// Diagnose every UDP lookup. `capture_end_ns`: the last frame's time.
@@ -239,12 +281,7 @@ pub fn diagnose(lookups: &[Lookup], names: &[String], capture_end_ns: i64) -> Ve
         .iter()
         .enumerate()
         .filter(|(_, l)| !l.tcp)
-        .filter_map(|(i, l)| {
-            let client = l
-                .first()
-                .and_then(|f| nearest_timeout(&timeouts, l.client_ip, f.ts));
-            verdict(lookups, &pairs, i, l, client, capture_end_ns)
-        })
+        .filter_map(|(i, l)| verdict(lookups, &pairs, &timeouts, i, l, capture_end_ns))
         .collect();
     // Collateral re-sends are folded into their sibling's finding.
     let collateral: Vec<usize> = verdicts
@@ -273,13 +310,17 @@ pub fn diagnose(lookups: &[Lookup], names: &[String], capture_end_ns: i64) -> Ve
 fn verdict(
     lookups: &[Lookup],
     pairs: &HashMap<(IpAddr, u32), Vec<usize>>,
+    timeouts: &HashMap<IpAddr, Vec<(i64, i64)>>,
     i: usize,
     l: &Lookup,
-    client_timeout_ns: Option<i64>,
     capture_end_ns: i64,
 ) -> Option<Verdict> {
     let first = l.first()?;
     let last = l.last()?;
+    if l.txs.len() == 1 && first.answer.is_some() {
+        return None; // answered at once: nothing lost
+    }
+    let client_timeout_ns = nearest_timeout(timeouts, l.client_ip, first.ts);
     let g = gaps(l);
     let changed = l.txs.iter().any(|t| t.server != first.server);
     let ladder = ladder_for(&g, changed);
@@ -298,7 +339,7 @@ fn verdict(
         .filter(|(k, t)| t.answer.is_none() && !(censored && *k + 1 == n))
         .count();
     let answered_at = l.txs.iter().find(|t| t.answer.is_some()).map(|t| t.ts);
-    let sibling = sibling_of(lookups, pairs, l);
+    let mut sibling = sibling_of(lookups, pairs, l);
     let sib = sibling.and_then(|s| lookups.get(s));
     let mut shape = if lost > 0 {
         if answered_at.is_none() && !censored {
@@ -315,7 +356,13 @@ fn verdict(
     } else if censored && n == 1 {
         Shape::Censored
     } else if n > 1 {
-        Shape::ResentAfterAnswer
+        match unseen_sibling(lookups, pairs, l) {
+            Some(s) => {
+                sibling = Some(s);
+                Shape::SiblingLostBeforeCapture
+            }
+            None => Shape::ResentAfterAnswer,
+        }
     } else {
         return None;
     };
@@ -324,7 +371,10 @@ fn verdict(
         shape = Shape::Resent;
     }
     let time_lost_ns = match shape {
-        Shape::Resent | Shape::PairResent | Shape::ResentAfterAnswer => answered_at
+        Shape::ResentAfterAnswer | Shape::SiblingLostBeforeCapture => {
+            last.ts.saturating_sub(first.ts)
+        }
+        Shape::Resent | Shape::PairResent => answered_at
             .unwrap_or(last.ts.saturating_add(timeout_ns))
             .saturating_sub(first.ts),
         Shape::UnansweredNotResent => timeout_ns,
@@ -356,17 +406,40 @@ fn sibling_of(
 ) -> Option<usize> {
     let want = sibling_qtype(l.qtype)?;
     let t0 = l.first()?.ts;
-    pairs
-        .get(&(l.client_ip, l.name))?
-        .iter()
-        .copied()
-        .find(|&j| {
-            lookups.get(j).is_some_and(|s| {
-                s.qtype == want
-                    && s.first()
-                        .is_some_and(|f| f.ts.abs_diff(t0) <= PAIR_WINDOW_NS.unsigned_abs())
-            })
+    near(
+        lookups,
+        pairs.get(&(l.client_ip, l.name))?,
+        t0,
+        PAIR_WINDOW_NS.unsigned_abs(),
+    )
+    .find(|&j| {
+        lookups.get(j).is_some_and(|s| {
+            s.qtype == want
+                && s.first()
+                    .is_some_and(|f| f.ts.abs_diff(t0) <= PAIR_WINDOW_NS.unsigned_abs())
         })
+    })
+}
+
+/// The sibling (other type of the A/AAAA pair, same client and name) first
+/// seen together with `l`'s first re-send, long after `l`'s first query:
+/// glibc re-sent the pair, and the sibling's first query is not in the capture.
+fn unseen_sibling(
+    lookups: &[Lookup],
+    pairs: &HashMap<(IpAddr, u32), Vec<usize>>,
+    l: &Lookup,
+) -> Option<usize> {
+    let want = sibling_qtype(l.qtype)?;
+    let t0 = l.first()?.ts;
+    let resend = l.txs.get(1)?.ts;
+    let window = PAIR_WINDOW_NS.unsigned_abs();
+    near(lookups, pairs.get(&(l.client_ip, l.name))?, resend, window).find(|&j| {
+        lookups.get(j).is_some_and(|s| {
+            s.qtype == want
+                && s.first()
+                    .is_some_and(|f| f.ts.abs_diff(resend) <= window && f.ts.abs_diff(t0) > window)
+        })
+    })
 }
 
 /// Whether sibling `s` was answered and re-sent together with `l`'s re-send
@@ -414,7 +487,10 @@ fn tallies(
         ] {
             t.delayed += 1;
             t.lost_ns = t.lost_ns.saturating_add(v.time_lost_ns);
-            if matches!(v.shape, Shape::PairResent | Shape::UnansweredNotResent) {
+            if matches!(
+                v.shape,
+                Shape::PairResent | Shape::UnansweredNotResent | Shape::SiblingLostBeforeCapture
+            ) {
                 t.pair_losses += 1;
             }
         }
@@ -452,10 +528,9 @@ fn build(
     let mut frames: Vec<u64> = Vec::new();
     let mut streams: Vec<StreamRef> = Vec::new();
     let mut times: Vec<i64> = Vec::new();
-    for t in l
-        .txs
-        .iter()
-        .chain(sib.into_iter().flat_map(|s| s.txs.iter()))
+    for t in cited(&l.txs)
+        .into_iter()
+        .chain(sib.into_iter().flat_map(|s| cited(&s.txs)))
     {
         frames.push(t.frame);
         times.push(t.ts);
@@ -496,15 +571,17 @@ fn build(
             .collect(),
         retry_frames: l.txs.iter().skip(1).map(|t| t.frame).collect(),
         answer_frame: l.txs.iter().rev().find_map(|t| t.answer.map(|a| a.frame)),
-        gaps_ms: gaps(l).into_iter().map(ms).collect(),
+        gaps_ms: gaps(l).into_iter().take(MAX_CITED_TXS).map(ms).collect(),
         ladder: v.ladder.label(),
         ladder_short: v.ladder.short(),
         timeout_ms: ms(v.timeout_ns),
         timeout_source: v.timeout_source,
         time_lost_ms: ms(v.time_lost_ns),
         same_socket: l.txs.iter().all(|t| t.client == first.client),
+        new_id_resends: l.new_id_resends,
         collateral_resend_frames: collateral,
         sibling_qtype: sib.map(|s| qtype_text(s.qtype)),
+        sibling_frames: sib.map_or_else(Vec::new, |s| s.txs.iter().map(|t| t.frame).collect()),
         sibling_other_socket: sib
             .and_then(|s| s.first())
             .is_some_and(|s| s.client != first.client),
@@ -536,6 +613,31 @@ fn build(
         end_ns: times.iter().copied().max().unwrap_or(last.ts),
         evidence,
     })
+}
+
+/// Most transmissions of one lookup cited (frames) and gaps listed: a client
+/// that reuses one id for the same name (a constant-id stub) can make one
+/// lookup of thousands of transmissions.
+pub const MAX_CITED_TXS: usize = 16;
+
+/// The transmissions cited: all of them, or for a long lookup the first
+/// ones, every unanswered one with the one after it, and the last.
+fn cited(txs: &[crate::lookup::Tx]) -> Vec<&crate::lookup::Tx> {
+    if txs.len() <= MAX_CITED_TXS {
+        return txs.iter().collect();
+    }
+    txs.iter()
+        .enumerate()
+        .filter(|(k, t)| {
+            *k < 4
+                || *k + 1 == txs.len()
+                || t.answer.is_none()
+                || k.checked_sub(1)
+                    .and_then(|p| txs.get(p))
+                    .is_some_and(|p| p.answer.is_none())
+        })
+        .map(|(_, t)| t)
+        .collect()
 }
 
 /// "ip:port", IPv6 in brackets.

@@ -19,6 +19,11 @@ pub const COPY_WINDOW_NS: i64 = 50_000_000;
 /// `(30 << 2) / 3` = 40 s (`send_dg`), so 65 s leaves room.
 pub const MAX_RETRY_GAP_NS: i64 = 65_000_000_000;
 
+/// Most earlier lookups with the same id, name and type examined per
+/// message (the newest): bounds the work when a client reuses one id for a
+/// name it asks again and again (constant or sequential ids).
+pub const MAX_CANDIDATES: usize = 64;
+
 /// The answer to one transmission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Answer {
@@ -74,6 +79,9 @@ pub struct Lookup {
     pub txs: Vec<Tx>,
     /// Answers that matched no unanswered transmission (late or repeated).
     pub extra_answers: u32,
+    /// Transmissions that re-sent the query with a new transaction id (and
+    /// socket) after a timeout: Go's resolver builds a new request per try.
+    pub new_id_resends: u32,
 }
 
 impl Lookup {
@@ -116,13 +124,58 @@ pub fn build(mut msgs: Vec<Msg>) -> Vec<Lookup> {
             cands.push(idx);
         }
     }
-    lookups
+    link_new_id_resends(lookups)
+}
+
+/// Fold a lookup into the earlier one it re-sends with a new id: same
+/// client address, name, type and transport; the earlier one never
+/// answered and sent each id once; the gap the default 5 s resolver timeout
+/// (Go's `net` resolver, like glibc, waits `timeout:5` per try, with a new
+/// request id and socket each time). Other gaps are an application asking
+/// again, not linked.
+fn link_new_id_resends(lookups: Vec<Lookup>) -> Vec<Lookup> {
+    let mut out: Vec<Lookup> = Vec::with_capacity(lookups.len());
+    let mut open: HashMap<(IpAddr, u32, u16, u16, bool), usize> = HashMap::new();
+    for l in lookups {
+        let key = (l.client_ip, l.name, l.qtype, l.qclass, l.tcp);
+        let target = open.get(&key).copied().filter(|&i| {
+            out.get(i).is_some_and(|p| {
+                let unanswered = p.txs.iter().all(|t| t.answer.is_none());
+                let gap = match (p.last(), l.first()) {
+                    (Some(a), Some(b)) if b.ts > a.ts => b.ts.saturating_sub(a.ts),
+                    _ => return false,
+                };
+                // One transmission per id so far: glibc-style re-sends (same
+                // id) and their applications' retries are not chained.
+                let one_per_id = p.txs.len() == p.new_id_resends as usize + 1;
+                p.id != l.id
+                    && one_per_id
+                    && unanswered
+                    && pcapsleuth_detect::timer::matches_timer(
+                        gap,
+                        crate::ladder::GLIBC_DEFAULT_TIMEOUT_NS,
+                    )
+            })
+        });
+        match target.and_then(|i| out.get_mut(i)) {
+            Some(p) => {
+                p.new_id_resends += 1;
+                p.txs.extend(l.txs);
+                p.extra_answers += l.extra_answers;
+            }
+            None => {
+                open.insert(key, out.len());
+                out.push(l);
+            }
+        }
+    }
+    out
 }
 
 /// A query: a copy of a recent transmission, a re-send in an open lookup, or
 /// a new lookup (its index returned).
 fn on_query(lookups: &mut Vec<Lookup>, cands: &[usize], m: &Msg) -> Option<usize> {
-    for &i in cands.iter().rev() {
+    for &i in cands.iter().rev().take(MAX_CANDIDATES) {
         let Some(l) = lookups.get_mut(i) else {
             continue;
         };
@@ -134,7 +187,7 @@ fn on_query(lookups: &mut Vec<Lookup>, cands: &[usize], m: &Msg) -> Option<usize
             return None;
         }
     }
-    for &i in cands.iter().rev() {
+    for &i in cands.iter().rev().take(MAX_CANDIDATES) {
         let Some(l) = lookups.get_mut(i) else {
             continue;
         };
@@ -156,6 +209,7 @@ fn on_query(lookups: &mut Vec<Lookup>, cands: &[usize], m: &Msg) -> Option<usize
         qclass: m.qclass,
         txs: vec![tx_of(m)],
         extra_answers: 0,
+        new_id_resends: 0,
     });
     Some(lookups.len() - 1)
 }
@@ -177,14 +231,19 @@ fn tx_of(m: &Msg) -> Tx {
 /// client it is addressed to (else, after source NAT, of any lookup with the
 /// same key); a second sighting of an answer already matched is a copy.
 fn on_answer(lookups: &mut [Lookup], cands: &[usize], m: &Msg) {
+    // The latest transmission before the answer (transmissions are in time
+    // order, so this is the last one but for answers that overtake a re-send).
     let open = |l: &Lookup| {
         l.txs
             .iter()
-            .any(|t| t.ts <= m.ts && m.ts.saturating_sub(t.ts) <= MAX_RETRY_GAP_NS)
+            .rev()
+            .find(|t| t.ts <= m.ts)
+            .is_some_and(|t| m.ts.saturating_sub(t.ts) <= MAX_RETRY_GAP_NS)
     };
     let pick = cands
         .iter()
         .rev()
+        .take(MAX_CANDIDATES)
         .copied()
         .find(|&i| {
             lookups
@@ -195,6 +254,7 @@ fn on_answer(lookups: &mut [Lookup], cands: &[usize], m: &Msg) {
             cands
                 .iter()
                 .rev()
+                .take(MAX_CANDIDATES)
                 .copied()
                 .find(|&i| lookups.get(i).is_some_and(open))
         });

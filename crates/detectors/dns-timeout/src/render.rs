@@ -50,7 +50,12 @@ pub fn summary(d: &Diagnosis) -> String {
             frames_text(&ev.collateral_resend_frames)
         ),
         Shape::Resent => format!(
-            "{what} got no answer and was re-sent {} ({}): the lookup took {} ms longer.",
+            "{what} got no answer and was re-sent{} {} ({}): the lookup took {} ms longer.",
+            if ev.new_id_resends > 0 {
+                " with a new id and socket"
+            } else {
+                ""
+            },
             gaps_text(&ev.gaps_ms),
             ev.ladder_short,
             fmt_ms(ev.time_lost_ms)
@@ -80,6 +85,12 @@ pub fn summary(d: &Diagnosis) -> String {
         Shape::ResentAfterAnswer => format!(
             "{what} was re-sent {} although an answer was captured: the answer was lost between the capture point and the client, or the client re-sent it with a lost query of its own that this capture does not show.",
             gaps_text(&ev.gaps_ms)
+        ),
+        Shape::SiblingLostBeforeCapture => format!(
+            "{what} was answered, yet re-sent {} together with the first sighting of its {sib} sibling ({}): glibc repeats the pair when the other query timed out, so the first {sib} query was lost before this capture point (between the client and here, e.g. dropped after DNAT by the conntrack insert race of seed 002); the lookup took {} ms longer.",
+            gaps_text(&ev.gaps_ms),
+            frames_text(&ev.sibling_frames),
+            fmt_ms(ev.time_lost_ms)
         ),
         Shape::Censored => format!(
             "{what} was still unanswered when the capture ended {} ms after the query (before its timeout ran out: not called lost).",
@@ -138,6 +149,7 @@ pub fn remedy(d: &Diagnosis) -> &'static str {
         Shape::Resent => "Find where the query or its answer is lost: capture on both sides of any NAT and at the resolver, check `conntrack -S` (insert_failed), firewalls and the resolver's load or rate limiting. `options timeout:1 attempts:3` (glibc) shortens each wait; a second nameserver or a local cache hides single losses.",
         Shape::NeverAnswered => "Check that the resolver is reachable and serving: firewall rules for UDP/53, the service behind the address, the `nameserver` lines of /etc/resolv.conf; list a second nameserver.",
         Shape::ResentAfterAnswer => "Capture on the client itself to see whether the answer arrives (host firewall, conntrack dropping the reply); if its sibling query was lost before the capture point, the sibling explains the re-send.",
+        Shape::SiblingLostBeforeCapture => "Capture where the client's queries enter (its own interface, the container's veth) to see the lost query; behind a DNAT'd DNS service, the parallel A/AAAA queries of one socket race in conntrack (seed 002): `options single-request-reopen`, a node-local DNS cache or a kernel with the UDP clash resolution; confirm with `conntrack -S` (insert_failed).",
         Shape::Censored => "Nothing to change: capture for longer than the resolver timeout to see whether the query was answered.",
     }
 }

@@ -311,3 +311,88 @@ fn hostile_timestamps_and_orders_do_not_panic() {
         }
     }
 }
+
+#[test]
+fn new_id_resend_after_a_timeout_is_linked_once() {
+    // (gap s, first lookup re-sent with its own id too, linked)
+    let table: &[(i64, bool, bool)] = &[
+        (5, false, true),
+        (2, false, false), // 2 s: an application asking again
+        (0, false, false), // 0.7 s: no resolver timeout
+        (5, true, false),  // glibc-style lookup (same id twice) then an application retry
+    ];
+    for &(gap, same_id_twice, linked) in table {
+        let a = "192.0.2.50:40000";
+        let b = "192.0.2.50:40001";
+        let mut msgs = vec![m(1, 0, a, R, 1, false, AAAA, 0)];
+        let mut t = 0;
+        if same_id_twice {
+            t = 5_000_000;
+            msgs.push(m(2, t, a, R, 1, false, AAAA, 0));
+        }
+        t += if gap == 0 { 700_000 } else { gap * 1_000_000 };
+        msgs.push(m(3, t, b, R, 2, false, AAAA, 0));
+        msgs.push(m(4, t + 300, R, b, 2, true, AAAA, 0));
+        let d = run(msgs, t + 30_000_000);
+        let first: Vec<&Diagnosis> = d.iter().filter(|d| d.flow.client_port == 40000).collect();
+        assert_eq!(first.len(), 1, "{gap} {same_id_twice}: {d:#?}");
+        assert_eq!(
+            first[0].evidence.new_id_resends,
+            u32::from(linked),
+            "{gap} {same_id_twice}"
+        );
+        if linked {
+            assert_eq!(first[0].shape, Shape::Resent);
+            assert!(!first[0].evidence.same_socket);
+            assert_eq!(first[0].evidence.answer_frame, Some(4));
+        }
+    }
+}
+
+#[test]
+fn uplink_view_names_the_sibling_lost_before_the_capture() {
+    // dns-timeout.node.pcapng interface 1 only (after the DNAT): the first
+    // AAAA never got there; the A is answered, then re-sent with the AAAA.
+    let up = "203.0.113.53:53";
+    let msgs = vec![
+        m(4, 99, C, up, 0x682d, false, A, 1),
+        m(5, 420, up, C, 0x682d, true, A, 1),
+        m(14, 5_000_526, C, up, 0x682d, false, A, 1),
+        m(15, 5_000_711, up, C, 0x682d, true, A, 1),
+        m(16, 5_000_807, C, up, 0x4c28, false, AAAA, 1),
+        m(17, 5_000_860, up, C, 0x4c28, true, AAAA, 1),
+    ];
+    let d = run(msgs, 24_000_000);
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert_eq!(d[0].shape, Shape::SiblingLostBeforeCapture);
+    assert_eq!(d[0].severity, Severity::Warning);
+    assert!(d[0].evidence.unanswered_frames.is_empty());
+    assert_eq!(d[0].evidence.sibling_frames, vec![16]);
+    assert!((d[0].evidence.time_lost_ms - 5000.427).abs() < 0.001);
+}
+
+#[test]
+fn one_id_reused_for_many_lookups_stays_linear() {
+    // An embedded stub asking the same name every second with id 0: 50,000
+    // lookups, each answered, one lost (re-sent after 5 s, answered).
+    let mut msgs = Vec::new();
+    let mut frame = 0;
+    for k in 0..50_000i64 {
+        let t = k * 1_000_000;
+        frame += 1;
+        msgs.push(m(frame, t, C, R, 0, false, A, 0));
+        if k != 100 {
+            frame += 1;
+            msgs.push(m(frame, t + 300, R, C, 0, true, A, 0));
+        }
+    }
+    let start = std::time::Instant::now();
+    let d = run(msgs, 50_001_000_000);
+    assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
+    // Lookup 100 is unanswered; id 0 comes back every second, so the next
+    // query (same id, name, type) is read as its re-send after 1 s.
+    assert_eq!(d.len(), 1, "{:#?}", d.first());
+    assert_eq!(d[0].evidence.unanswered_frames.len(), 1);
+    assert!(d[0].frames.len() < 40, "{}", d[0].frames.len());
+    assert!(d[0].evidence.gaps_ms.len() <= 16);
+}

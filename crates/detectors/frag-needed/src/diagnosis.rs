@@ -1,13 +1,14 @@
 //! The decision: groups of ICMP messages → [`Diagnosis`] values (plain data,
 //! no prose; [`crate::render`] writes the words).
 
+use crate::group::Group;
 use crate::recurrence::{BurstEvidence, Recurrence};
 use crate::{encapsulation_guess, FragNeeded, Icmp, ETHERNET_MTU, IMMEDIATE_NS, STALL_NS};
 use pcapsleuth_core::time::ns_to_ms;
 use pcapsleuth_core::{Direction, Endpoint, FrameNo, Protocol, Severity, StreamId};
 use pcapsleuth_detect::{FinishContext, FlowRef};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 /// What the sender did with the quoted bytes after the first ICMP of a group
@@ -95,6 +96,12 @@ pub struct FragNeededEvidence {
     /// Recurring route only: frame of that segment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub self_addressed_next_frame: Option<FrameNo>,
+    /// Only when the finding has more distinct frames than it cites
+    /// ([`crate::FRAMES_CITED_HEAD`] + [`crate::FRAMES_CITED_TAIL`]): how
+    /// many (ICMP frames, quoted segments captured, the sender's next
+    /// segment); `frames` then cites the first 100 and the last 10.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frames_total: Option<usize>,
 }
 
 /// One group of ICMP messages, diagnosed.
@@ -119,8 +126,11 @@ pub struct Diagnosis {
     /// Quoted packet's IP protocol number.
     pub quoted_protocol: u8,
     /// ICMP frames, the quoted segments matched in the capture and the
-    /// sender's next segment; ascending, deduplicated.
+    /// sender's next segment; ascending, deduplicated; at most the first
+    /// [`crate::FRAMES_CITED_HEAD`] and the last [`crate::FRAMES_CITED_TAIL`].
     pub frames: Vec<FrameNo>,
+    /// How many distinct frames there are in all (≥ `frames.len()`).
+    pub frames_total: usize,
     /// Earliest ICMP (or reaction) timestamp, ns since the Unix epoch.
     pub start_ns: i64,
     /// Latest ICMP (or reaction) timestamp, ns since the Unix epoch.
@@ -132,7 +142,7 @@ pub struct Diagnosis {
 /// Grouping key: TCP stream (with its quoted direction index), else the
 /// quoted addresses and protocol; plus the MTU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum GroupKey {
+pub(crate) enum GroupKey {
     Tcp(StreamId, u8, u32),
     Other(IpAddr, IpAddr, u8, u32),
 }
@@ -144,67 +154,59 @@ impl FragNeeded {
     /// groups, in route then burst order).
     pub fn diagnose(&self, ctx: &FinishContext) -> Vec<Diagnosis> {
         let recurring = self.recurrences();
-        let in_burst: BTreeSet<usize> = recurring
-            .values()
-            .flat_map(|r| r.bursts.iter().flatten().copied())
-            .collect();
-        let mut groups: BTreeMap<GroupKey, Vec<&Icmp>> = BTreeMap::new();
-        for (n, i) in self.icmps.iter().enumerate() {
-            if in_burst.contains(&n) {
-                continue;
-            }
-            let mtu = i.mtu.unwrap_or(0);
-            let key = match i.stream {
-                Some(s) => GroupKey::Tcp(s, i.quoted_dir.map_or(0, |d| d.index() as u8), mtu),
-                None => GroupKey::Other(i.quoted_src.addr, i.quoted_dst.addr, i.quoted_proto, mtu),
-            };
-            groups.entry(key).or_default().push(i);
-        }
-        let mut out: Vec<Diagnosis> = groups
-            .into_iter()
-            .filter_map(|(key, list)| {
-                let (stream, dir) = match key {
+        // A group lies within one route (its quoted addresses and MTU): the
+        // groups of a recurring route are reported per burst instead.
+        let mut out: Vec<Diagnosis> = self
+            .groups
+            .iter()
+            .filter(|(_, g)| !recurring.contains_key(&g.first.route()))
+            .filter_map(|(key, g)| {
+                let (stream, dir) = match *key {
                     GroupKey::Tcp(s, d, _) => (Some(s), Some(dir_of(d))),
                     GroupKey::Other(..) => (None, None),
                 };
-                self.diagnose_icmps(list, stream, dir, ctx)
+                self.diagnose_group(g.clone(), stream, dir, ctx)
             })
             .collect();
-        for rec in recurring.values() {
+        for (route, rec) in &recurring {
+            let Some(detail) = self.routes.get(route) else {
+                continue;
+            };
             for (k, burst) in rec.bursts.iter().enumerate() {
-                out.extend(self.diagnose_burst(rec, k, burst, ctx));
+                let list: Vec<&Icmp> = burst.iter().filter_map(|&n| detail.icmps.get(n)).collect();
+                out.extend(self.diagnose_burst(rec, k, &list, ctx));
             }
         }
         out
     }
 
     /// Burst `k` of a recurring route: the ICMPs of every stream of the
-    /// route in that burst, named after the first ICMP's stream.
+    /// route in that burst (`list`), named after the first ICMP's stream.
     fn diagnose_burst(
         &self,
         rec: &Recurrence,
         k: usize,
-        burst: &[usize],
+        list: &[&Icmp],
         ctx: &FinishContext,
     ) -> Option<Diagnosis> {
-        let list: Vec<&Icmp> = burst.iter().map(|&n| &self.icmps[n]).collect();
-        let first = *list.first()?;
-        let mut d = self.diagnose_icmps(list.clone(), first.stream, first.quoted_dir, ctx)?;
+        let mut g = Group::of(list)?;
+        let (stream, dir) = (g.first.stream, g.first.quoted_dir);
+        let own = list
+            .iter()
+            .find(|i| i.self_addressed())
+            .and_then(|i| Some((*i, self.follow.result(i.watch?)?)));
+        if let Some((_, r)) = own {
+            g.frames.add_segment(r.frame);
+        }
+        let mut d = self.diagnose_group(g, stream, dir, ctx)?;
         let streams: BTreeSet<StreamId> = list.iter().filter_map(|i| i.stream).collect();
         d.other_streams = streams
             .into_iter()
             .filter(|s| Some(*s) != d.stream)
             .collect();
-        let own = list
-            .iter()
-            .find(|i| i.self_addressed())
-            .and_then(|i| Some((*i, self.follow.result(i.watch?)?)));
         if let Some((i, r)) = own {
             d.evidence.self_addressed_delay_ms = Some(ns_to_ms(r.ts.0.saturating_sub(i.ts.0)));
             d.evidence.self_addressed_next_frame = Some(r.frame);
-            d.frames.push(r.frame);
-            d.frames.sort_unstable();
-            d.frames.dedup();
             d.start_ns = d.start_ns.min(r.ts.0);
             d.end_ns = d.end_ns.max(r.ts.0);
         }
@@ -214,21 +216,20 @@ impl FragNeeded {
         Some(d)
     }
 
-    /// The diagnosis of ICMPs `list` (any order), reported on `stream` with
+    /// The diagnosis of the ICMPs folded in `g`, reported on `stream` with
     /// quoted direction `dir` (both `None` for a quote the flow table could not
     /// place). `recurrence_s` is left null.
-    fn diagnose_icmps(
+    fn diagnose_group(
         &self,
-        mut list: Vec<&Icmp>,
+        mut g: Group,
         stream: Option<StreamId>,
         dir: Option<Direction>,
         ctx: &FinishContext,
     ) -> Option<Diagnosis> {
-        list.sort_by_key(|i| (i.ts, i.frame));
-        let first = *list.first()?;
+        let first = &g.first;
         let mtu = first.mtu.unwrap_or(0);
-        let self_addressed = list.iter().any(|i| i.self_addressed());
-        let quoted_size = list.iter().map(|i| i.quoted_ip_len).max().unwrap_or(0);
+        let self_addressed = g.self_addressed;
+        let quoted_size = g.quoted_size;
         let deficit = if quoted_size > mtu {
             quoted_size - mtu
         } else {
@@ -250,15 +251,12 @@ impl FragNeeded {
         };
         let stalled = delay_ns.is_some_and(|d| d >= STALL_NS);
 
-        let mut frames: Vec<FrameNo> = list.iter().map(|i| i.frame).collect();
-        frames.extend(list.iter().filter_map(|i| i.matched_frame));
-        frames.extend(reaction.map(|r| r.frame));
-        frames.sort_unstable();
-        frames.dedup();
-        let mut ts: Vec<i64> = list.iter().map(|i| i.ts.0).collect();
-        ts.extend(reaction.map(|r| r.ts.0));
-        let start_ns = ts.iter().copied().min().unwrap_or(first.ts.0);
-        let end_ns = ts.iter().copied().max().unwrap_or(first.ts.0);
+        let mut start_ns = g.start_ns;
+        let mut end_ns = g.end_ns;
+        if let Some(r) = reaction {
+            start_ns = start_ns.min(r.ts.0);
+            end_ns = end_ns.max(r.ts.0);
+        }
 
         // The quoted datagram is bigger than anything the sender was seen to
         // send, and what it sent fits the MTU: the oversize datagram was built
@@ -295,9 +293,11 @@ impl FragNeeded {
                 server_port: first.quoted_dst.port,
             }),
         };
+        let (quoted_src, quoted_dst, quoted_protocol) =
+            (first.quoted_src, first.quoted_dst, first.quoted_proto);
         let evidence = FragNeededEvidence {
             mtu,
-            count: list.len(),
+            count: g.count,
             self_addressed,
             icmp_source: first.icmp_src,
             icmp_destination: first.icmp_dst,
@@ -317,17 +317,28 @@ impl FragNeeded {
             bursts: Vec::new(),
             self_addressed_delay_ms: None,
             self_addressed_next_frame: None,
+            frames_total: None,
         };
+        if let Some(r) = reaction {
+            g.frames.add_segment(r.frame);
+        }
+        let frames = g.frames.cited();
+        let frames_total = g.frames.total();
+        let mut evidence = evidence;
+        if frames_total > frames.len() {
+            evidence.frames_total = Some(frames_total);
+        }
         Some(Diagnosis {
             severity,
             verdict,
             stream,
             other_streams: Vec::new(),
             flow,
-            quoted_src: first.quoted_src,
-            quoted_dst: first.quoted_dst,
-            quoted_protocol: first.quoted_proto,
+            quoted_src,
+            quoted_dst,
+            quoted_protocol,
             frames,
+            frames_total,
             start_ns,
             end_ns,
             evidence,

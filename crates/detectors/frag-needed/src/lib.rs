@@ -1,12 +1,15 @@
 #![doc = include_str!("../README.md")]
 //!
 //! # Code layout
-//! The detector collects every ICMP message ([`FragNeeded`]);
+//! The detector folds each ICMP message into its group's aggregate
+//! ([`FragNeeded`]; memory per group, not per message) and keeps the first
+//! [`ROUTE_DETAIL_CAP`] messages of each route in full for the recurrence;
 //! [`FragNeeded::diagnose`] turns the groups into plain-data [`Diagnosis`]
 //! values at the end of the capture, and [`render`] writes each one's
 //! summary, remedy and evidence.
 
 mod diagnosis;
+mod group;
 mod recurrence;
 mod render;
 
@@ -14,10 +17,14 @@ pub use diagnosis::{Diagnosis, FragNeededEvidence, SenderNext, Verdict};
 pub use recurrence::{BurstEvidence, UNMATCHED_SENT_BEFORE_NS};
 pub use render::render;
 
+use diagnosis::GroupKey;
+use group::Group;
 use pcapsleuth_core::{Direction, Endpoint, FrameNo, SeqNum, StreamId, Timestamp};
 use pcapsleuth_decode::IcmpKind;
 use pcapsleuth_detect::followup::{FollowUp, WatchId};
 use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent};
+use recurrence::RouteKey;
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 /// Detector id.
@@ -34,6 +41,18 @@ pub const MTU_EXPIRES_S: i64 = 600;
 /// The MTU of an Ethernet path without encapsulation, bytes: the reference for
 /// `mtu_deficit_bytes` when the quoted datagram is not larger than the MTU.
 pub const ETHERNET_MTU: u32 = 1500;
+/// A finding cites at most this many of its lowest frame numbers, plus the
+/// last [`FRAMES_CITED_TAIL`]; `frames_total` then says how many there were
+/// (issue 11: one finding of a 1 M-message flood cited 1,000,008 frames).
+pub const FRAMES_CITED_HEAD: usize = 100;
+/// A finding over the bound cites this many of its highest frame numbers
+/// after the first [`FRAMES_CITED_HEAD`].
+pub const FRAMES_CITED_TAIL: usize = 10;
+/// Messages of one route (quoted source, quoted destination, MTU) kept in
+/// full for measuring a recurrence. A route with more is a flood, not a
+/// recurrence: its detail is dropped and it is reported per group, so memory
+/// stays O(groups + routes × this bound) whatever the number of messages.
+pub const ROUTE_DETAIL_CAP: usize = 4096;
 
 /// Guess what encapsulation explains an MTU below 1500 (bytes). Overheads:
 /// IPIP 20 bytes (RFC 2003), GRE 24 (RFC 2784 over IPv4), VXLAN 50 (RFC 7348),
@@ -80,12 +99,57 @@ impl Icmp {
     fn self_addressed(&self) -> bool {
         self.icmp_src == self.icmp_dst || self.icmp_src == self.quoted_src.addr
     }
+
+    /// The route MTU cache entry this message teaches.
+    fn route(&self) -> RouteKey {
+        (
+            self.quoted_src.addr,
+            self.quoted_dst.addr,
+            self.mtu.unwrap_or(0),
+        )
+    }
+
+    /// The group this message belongs to.
+    fn group_key(&self) -> GroupKey {
+        let mtu = self.mtu.unwrap_or(0);
+        match self.stream {
+            Some(s) => GroupKey::Tcp(s, self.quoted_dir.map_or(0, |d| d.index() as u8), mtu),
+            None => GroupKey::Other(
+                self.quoted_src.addr,
+                self.quoted_dst.addr,
+                self.quoted_proto,
+                mtu,
+            ),
+        }
+    }
+}
+
+/// The messages of one route kept in full (for the recurrence), until the
+/// route has more than [`ROUTE_DETAIL_CAP`]. A route of one message keeps
+/// none: that message is its group's `first` (a group lies within a route),
+/// copied here when the second arrives.
+#[derive(Debug, Clone, Default)]
+struct RouteDetail {
+    /// Messages of the route so far.
+    count: usize,
+    /// While `count == 1`: the group of the route's only message.
+    only_group: Option<GroupKey>,
+    /// Every message when `count` is 2 to [`ROUTE_DETAIL_CAP`], else empty.
+    icmps: Vec<Icmp>,
+    /// More than [`ROUTE_DETAIL_CAP`] messages: `icmps` was dropped.
+    flood: bool,
 }
 
 /// The `frag-needed` detector.
 #[derive(Debug, Default)]
 pub struct FragNeeded {
-    icmps: Vec<Icmp>,
+    /// Every group's aggregate (one per group, whatever its message count).
+    groups: BTreeMap<GroupKey, Group>,
+    /// Per route: its messages in full, up to [`ROUTE_DETAIL_CAP`].
+    routes: BTreeMap<RouteKey, RouteDetail>,
+    /// Follow-up watches started (one per message kept in full, or that
+    /// became its group's first).
+    watches_started: usize,
     follow: FollowUp,
     /// Largest IP datagram (bytes) captured per (stream, direction index).
     largest_sent: pcapsleuth_detect::StreamMap<(StreamId, usize), u32>,
@@ -99,11 +163,7 @@ impl FragNeeded {
         if !matches!(e.kind, IcmpKind::FragNeeded | IcmpKind::PacketTooBig) {
             return;
         }
-        let watch = match (e.stream, e.quoted_dir, e.quoted_rel_seq) {
-            (Some(s), Some(d), Some(q)) => Some(self.follow.watch(s, d, q, e.ts)),
-            _ => None,
-        };
-        self.icmps.push(Icmp {
+        let mut icmp = Icmp {
             frame: e.frame,
             ts: e.ts,
             mtu: e.mtu,
@@ -120,8 +180,57 @@ impl FragNeeded {
             matched_frame: e.matched.map(|m| m.frame),
             matched_ts: e.matched.map(|m| m.ts),
             matched_ip_len: e.matched.map(|m| m.ip_len),
-            watch,
-        });
+            watch: None,
+        };
+        let key = icmp.group_key();
+        let route = self.routes.entry(icmp.route()).or_default();
+        route.count += 1;
+        if route.count == 1 {
+            route.only_group = Some(key);
+        } else if let Some(g) = route.only_group.take().and_then(|k| self.groups.get(&k)) {
+            route.icmps.push(g.first.clone());
+        }
+        if !route.flood && route.count > ROUTE_DETAIL_CAP {
+            route.flood = true;
+            route.icmps = Vec::new();
+        }
+        let group = self.groups.get(&key);
+        let becomes_first = group.is_none_or(|g| g.precedes_first(&icmp));
+        // Only a message kept in full or its group's new first needs to know
+        // what the sender did next: a flood starts no watch per message.
+        if !route.flood || becomes_first {
+            if let (Some(s), Some(d), Some(q)) = (e.stream, e.quoted_dir, e.quoted_rel_seq) {
+                icmp.watch = Some(self.follow.watch(s, d, q, e.ts));
+                self.watches_started += 1;
+            }
+        }
+        if !route.flood && route.count > 1 {
+            route.icmps.push(icmp.clone());
+        }
+        match self.groups.get_mut(&key) {
+            Some(g) => {
+                if becomes_first {
+                    g.first = icmp.clone();
+                }
+                g.add(&icmp);
+            }
+            None => {
+                self.groups.insert(key, Group::new(&icmp));
+            }
+        }
+    }
+
+    /// Entries retained: (groups, routes, messages kept in full, follow-up
+    /// watches started). Bounded by the groups and routes, not the messages.
+    #[cfg(test)]
+    fn retained(&self) -> (usize, usize, usize, usize) {
+        let detail = self.routes.values().map(|r| r.icmps.len()).sum();
+        (
+            self.groups.len(),
+            self.routes.len(),
+            detail,
+            self.watches_started,
+        )
     }
 }
 

@@ -46,8 +46,8 @@ pub struct BurstEvidence {
     pub since_previous_s: Option<f64>,
 }
 
-/// A route whose frag-needed recurred: its bursts (indices into
-/// `FragNeeded::icmps`, each in time order) and the measured period.
+/// A route whose frag-needed recurred: its bursts (indices into the route's
+/// messages kept in full, each in time order) and the measured period.
 #[derive(Debug, Clone)]
 pub(crate) struct Recurrence {
     pub bursts: Vec<Vec<usize>>,
@@ -63,33 +63,35 @@ fn ns_to_s_ms(ns: i64) -> f64 {
 }
 
 impl FragNeeded {
-    /// Every route whose ICMPs form at least two bursts.
+    /// Every route whose ICMPs form at least two bursts. A route with more
+    /// than [`crate::ROUTE_DETAIL_CAP`] messages (a flood) is not measured.
     pub(crate) fn recurrences(&self) -> BTreeMap<RouteKey, Recurrence> {
-        let mut by_route: BTreeMap<RouteKey, Vec<usize>> = BTreeMap::new();
-        for (n, i) in self.icmps.iter().enumerate() {
-            by_route
-                .entry((i.quoted_src.addr, i.quoted_dst.addr, i.mtu.unwrap_or(0)))
-                .or_default()
-                .push(n);
-        }
         let mut out = BTreeMap::new();
-        for (key, mut idx) in by_route {
-            idx.sort_by_key(|&n| (self.icmps[n].ts, self.icmps[n].frame));
-            let bursts = self.split_bursts(&idx, key.2);
+        for (key, route) in &self.routes {
+            if route.flood || route.icmps.len() < 2 {
+                continue;
+            }
+            let icmps = &route.icmps;
+            let mut idx: Vec<usize> = (0..icmps.len()).collect();
+            idx.sort_by_key(|&n| (icmps[n].ts, icmps[n].frame));
+            let bursts = self.split_bursts(icmps, &idx, key.2);
             if bursts.len() >= 2 {
-                out.insert(key, self.timed(bursts));
+                out.insert(*key, timed(icmps, bursts));
             }
         }
         out
     }
 
-    /// Split one route's ICMPs (time order) into bursts (see the module doc).
-    fn split_bursts(&self, idx: &[usize], mtu: u32) -> Vec<Vec<usize>> {
+    /// Split one route's ICMPs (`idx` into `icmps`, time order) into bursts
+    /// (see the module doc).
+    fn split_bursts(&self, icmps: &[Icmp], idx: &[usize], mtu: u32) -> Vec<Vec<usize>> {
         let mut bursts: Vec<Vec<usize>> = Vec::new();
         // When the host was first seen using the learned MTU in this burst.
         let mut learned_ns: Option<i64> = None;
         for &n in idx {
-            let i = &self.icmps[n];
+            let Some(i) = icmps.get(n) else {
+                continue;
+            };
             let oversize = sent_len(i) > mtu;
             let new_burst = match (bursts.last_mut(), learned_ns) {
                 (None, _) => true,
@@ -113,48 +115,49 @@ impl FragNeeded {
         }
         bursts
     }
+}
 
-    /// Period and evidence list of a route's bursts (at least two).
-    fn timed(&self, bursts: Vec<Vec<usize>>) -> Recurrence {
-        let starts: Vec<(FrameNo, i64)> = bursts
-            .iter()
-            .filter_map(|b| {
-                b.first()
-                    .map(|&n| (self.icmps[n].frame, self.icmps[n].ts.0))
-            })
-            .collect();
-        let mut periods: Vec<i64> = starts
-            .windows(2)
-            .map(|w| w[1].1.saturating_sub(w[0].1))
-            .collect();
-        periods.sort_unstable();
-        let median_ns = match periods.len() {
-            0 => 0,
-            n if n % 2 == 1 => periods[n / 2],
-            n => periods[n / 2 - 1] / 2 + periods[n / 2] / 2,
-        };
-        let listed = bursts
-            .iter()
-            .zip(&starts)
-            .enumerate()
-            .map(|(k, (b, &(first_frame, start_ns)))| BurstEvidence {
-                index: k + 1,
-                first_frame,
-                start_ns,
-                icmps: b.len(),
-                self_addressed: b
-                    .iter()
-                    .filter(|&&n| self.icmps[n].self_addressed())
-                    .count(),
-                since_previous_s: (k > 0)
-                    .then(|| ns_to_s_ms(start_ns.saturating_sub(starts[k - 1].1))),
-            })
-            .collect();
-        Recurrence {
-            bursts,
-            period_s: ns_to_s_ms(median_ns),
-            listed,
-        }
+/// Period and evidence list of a route's bursts (at least two; indices into
+/// `icmps`).
+fn timed(icmps: &[Icmp], bursts: Vec<Vec<usize>>) -> Recurrence {
+    let starts: Vec<(FrameNo, i64)> = bursts
+        .iter()
+        .filter_map(|b| {
+            b.first()
+                .and_then(|&n| icmps.get(n))
+                .map(|i| (i.frame, i.ts.0))
+        })
+        .collect();
+    let mut periods: Vec<i64> = starts
+        .windows(2)
+        .map(|w| w[1].1.saturating_sub(w[0].1))
+        .collect();
+    periods.sort_unstable();
+    let median_ns = match periods.len() {
+        0 => 0,
+        n if n % 2 == 1 => periods[n / 2],
+        n => periods[n / 2 - 1] / 2 + periods[n / 2] / 2,
+    };
+    let listed = bursts
+        .iter()
+        .zip(&starts)
+        .enumerate()
+        .map(|(k, (b, &(first_frame, start_ns)))| BurstEvidence {
+            index: k + 1,
+            first_frame,
+            start_ns,
+            icmps: b.len(),
+            self_addressed: b
+                .iter()
+                .filter(|&&n| icmps.get(n).is_some_and(Icmp::self_addressed))
+                .count(),
+            since_previous_s: (k > 0).then(|| ns_to_s_ms(start_ns.saturating_sub(starts[k - 1].1))),
+        })
+        .collect();
+    Recurrence {
+        bursts,
+        period_s: ns_to_s_ms(median_ns),
+        listed,
     }
 }
 

@@ -514,3 +514,160 @@ fn evidence_json_keys_order_and_nulls() {
         )
     );
 }
+
+/// A frag-needed flood (issue 11): 100,000 router ICMPs quoting eight
+/// captured segments in turn, then the sender's smaller re-send. Retained
+/// state does not grow with the messages, and the finding cites the first
+/// 100 and the last 10 of its frames and says how many there were.
+#[test]
+fn flood_keeps_bounded_state_and_cites_a_bounded_sample() {
+    const N: u64 = 100_000;
+    let mut c = Cap::new();
+    for k in 0..8u64 {
+        c.data(10 + k, 1.0, 1 + 1448 * k as i64, 1448);
+    }
+    for n in 0..N {
+        let k = n % 8;
+        let at = 2.0 + n as f64 * 0.01;
+        c.icmp(
+            100 + n,
+            at,
+            "192.0.2.1",
+            1400,
+            1 + 1448 * k as i64,
+            Some(10 + k),
+        );
+    }
+    let last = 100 + N;
+    c.data(last, 2.0 + N as f64 * 0.01, 1, 1348);
+    let (groups, routes, detail, watches) = c.d.retained();
+    assert_eq!((groups, routes), (1, 1));
+    assert_eq!(detail, 0, "a flooded route drops its messages kept in full");
+    assert!(watches <= ROUTE_DETAIL_CAP + 1, "{watches} watches");
+
+    let out = c.run();
+    assert_eq!(out.len(), 1, "{out:?}");
+    let d = &out[0];
+    assert_eq!(d.evidence.count, N as usize);
+    let total = N as usize + 8 + 1;
+    assert_eq!(d.frames_total, total);
+    assert_eq!(d.evidence.frames_total, Some(total));
+    assert_eq!(d.frames.len(), FRAMES_CITED_HEAD + FRAMES_CITED_TAIL);
+    let head: Vec<FrameNo> = (10..18).chain(100..192).collect();
+    assert_eq!(&d.frames[..FRAMES_CITED_HEAD], &head[..]);
+    let tail: Vec<FrameNo> = (last - 9..=last).collect();
+    assert_eq!(&d.frames[FRAMES_CITED_HEAD..], &tail[..]);
+    // The first message still decides what the sender did next.
+    assert_eq!(d.evidence.sender_next_frame, Some(last));
+    assert_eq!(d.evidence.sender_next, SenderNext::Delayed);
+    assert_eq!(d.end_ns, ts(2.0 + N as f64 * 0.01).0);
+    let json = serde_json::to_value(render(d)).unwrap();
+    assert_eq!(json["frames"].as_array().map(Vec::len), Some(110));
+    assert_eq!(json["evidence"]["frames_total"], total);
+}
+
+/// Up to the bound every frame is cited and `frames_total` is absent; one
+/// frame more and the sample is the first 100 and the last 10.
+#[test]
+fn frames_are_all_cited_up_to_the_bound() {
+    let bound = FRAMES_CITED_HEAD + FRAMES_CITED_TAIL;
+    for n in [bound, bound + 1] {
+        let mut c = Cap::new();
+        for f in 0..n as u64 {
+            c.icmp(1 + f, f as f64, "192.0.2.1", 1480, 1, None);
+        }
+        let d = &c.run()[0];
+        assert_eq!(d.frames_total, n);
+        if n == bound {
+            assert_eq!(d.frames, (1..=n as u64).collect::<Vec<_>>());
+            assert_eq!(d.evidence.frames_total, None);
+        } else {
+            assert_eq!(d.frames.len(), bound);
+            assert_eq!(d.frames[FRAMES_CITED_HEAD - 1], FRAMES_CITED_HEAD as u64);
+            assert_eq!(d.frames[FRAMES_CITED_HEAD], n as u64 - 9);
+            assert_eq!(d.evidence.frames_total, Some(n));
+        }
+    }
+}
+
+/// Out-of-order arrival: the sample is by frame number, not arrival.
+#[test]
+fn frame_sample_is_by_frame_number_whatever_the_arrival_order() {
+    let mut c = Cap::new();
+    for f in (1..=300u64).rev() {
+        c.icmp(f, 1000.0 - f as f64, "192.0.2.1", 1480, 1, None);
+    }
+    let d = &c.run()[0];
+    let want: Vec<FrameNo> = (1..=100).chain(291..=300).collect();
+    assert_eq!(d.frames, want);
+    assert_eq!(d.evidence.frames_total, Some(300));
+}
+
+/// A route with more than `ROUTE_DETAIL_CAP` messages is a flood: reported
+/// per group, its recurrence not measured; a route at the cap still recurs.
+#[test]
+fn a_flooded_route_is_reported_per_group_without_recurrence() {
+    for extra in [0, 1] {
+        let mut c = Cap::new();
+        burst(&mut c, 9, 0.0, 1);
+        burst(&mut c, 20, 10_800.0, 50_001);
+        let n = (ROUTE_DETAIL_CAP - 2 + extra) as u64;
+        for k in 0..n {
+            c.icmp(100 + k, 20_000.0 + k as f64, "192.0.2.1", 1400, 1, None);
+        }
+        let out = c.run();
+        if extra == 0 {
+            // the later ICMPs quote an oversize datagram sent after the
+            // host used MTU 1400: a third burst
+            assert_eq!(out.len(), 3, "three bursts");
+            assert_eq!(out[2].evidence.count, n as usize);
+            assert!(out.iter().all(|d| d.evidence.recurrence_s.is_some()));
+        } else {
+            assert_eq!(out.len(), 1, "one group");
+            assert_eq!(out[0].evidence.count, ROUTE_DETAIL_CAP + 1);
+            assert_eq!(out[0].evidence.recurrence_s, None);
+            assert_eq!(out[0].evidence.burst, None);
+        }
+    }
+}
+
+/// The frame sample equals first 100 + last 10 of the sorted distinct
+/// frames, for any arrival order and size (against a brute-force reference);
+/// repeated segments count once.
+#[test]
+fn frame_sample_matches_a_sorted_reference() {
+    let mut x: u64 = 12345;
+    for n in [0usize, 1, 99, 100, 101, 109, 110, 111, 120, 500, 3000] {
+        let mut s = group::FrameSample::default();
+        let mut all = Vec::new();
+        for _ in 0..n {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // ICMP frames (odd) are never segment frames (even)
+            let f = (((x >> 33) % 10_000) << 1) | (x & 1);
+            if x & 1 == 1 {
+                if !all.contains(&f) {
+                    s.add_icmp(f);
+                    all.push(f);
+                }
+            } else {
+                s.add_segment(f);
+                if !all.contains(&f) {
+                    all.push(f);
+                }
+            }
+        }
+        all.sort_unstable();
+        let bound = FRAMES_CITED_HEAD + FRAMES_CITED_TAIL;
+        let want: Vec<FrameNo> = if all.len() <= bound {
+            all.clone()
+        } else {
+            let mut w = all[..FRAMES_CITED_HEAD].to_vec();
+            w.extend_from_slice(&all[all.len() - FRAMES_CITED_TAIL..]);
+            w
+        };
+        assert_eq!(s.cited(), want, "n = {n}");
+        assert_eq!(s.total(), all.len(), "n = {n}");
+    }
+}

@@ -1,9 +1,8 @@
 #![doc = include_str!("../README.md")]
 
-mod peer;
 mod render;
 
-pub use peer::{Peer, Role};
+pub use pcapsleuth_detect::{Peer, Role};
 pub use render::render;
 
 use pcapsleuth_core::{Direction, FlowRef, FrameNo, StreamId, Timestamp};
@@ -441,7 +440,8 @@ impl MissingZeroWindow {
         let open = match (ep.acked_at, ep.retx.last()) {
             (None, Some(last)) => {
                 let next = next_backoff_ns(gaps.last().copied().unwrap_or(0));
-                ctx.open_at_end(None, last.ts, next).map(|after| (after, next))
+                ctx.open_at_end(None, last.ts, next)
+                    .map(|after| (after, next))
             }
             _ => None,
         };

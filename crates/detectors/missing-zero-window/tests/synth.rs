@@ -372,7 +372,9 @@ fn episode_still_open_when_the_capture_ended_before_the_next_resend_is_censored(
     assert_eq!(e.next_retransmission_due_ms, Some(6400.0));
     // The pathology is established by the ladder: still an error.
     assert_eq!(out[0].severity, Severity::Error);
-    assert!(render(&out[0]).summary.contains("The capture ended 1000 ms after the last re-send"));
+    assert!(render(&out[0])
+        .summary
+        .contains("The capture ended 1000 ms after the last re-send"));
 
     // The capture ran past the next re-send: concluded, nothing added.
     let mut d = MissingZeroWindow::default();

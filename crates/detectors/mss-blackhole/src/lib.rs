@@ -1,9 +1,8 @@
 #![doc = include_str!("../README.md")]
 
-mod peer;
 mod render;
 
-pub use peer::{Peer, Role};
+pub use pcapsleuth_detect::{Peer, Role};
 pub use render::render;
 
 use pcapsleuth_core::{Direction, FlowRef, FrameNo, StreamId, Timestamp};

@@ -330,9 +330,9 @@ fn black_hole_still_open_when_the_capture_ended_before_the_next_resend_is_censor
     assert_eq!(out[0].evidence.open_at_capture_end_ms, Some(4437.0));
     assert_eq!(out[0].evidence.next_retransmission_due_ms, Some(7040.0));
     assert_eq!(out[0].severity, Severity::Error);
-    assert!(render(&out[0])
-        .summary
-        .contains("The capture ended 4437 ms after the last re-send, before the next was due (~7040 ms)"));
+    assert!(render(&out[0]).summary.contains(
+        "The capture ended 4437 ms after the last re-send, before the next was due (~7040 ms)"
+    ));
     // Overdue: nothing added.
     let out = ended(last_ms + 60_000.0);
     assert_eq!(out[0].evidence.open_at_capture_end_ms, None);

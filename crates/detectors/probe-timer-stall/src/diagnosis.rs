@@ -23,6 +23,17 @@ pub enum TriggerKind {
     /// did not act on.
     #[serde(rename = "zero window")]
     ZeroWindow,
+    /// A window smaller than the segment: the sender waited for its probe0
+    /// timer, then `tcp_write_wakeup` sent exactly the window (from the
+    /// stall ledger).
+    #[serde(rename = "small window")]
+    SmallWindow,
+    /// Seen from the far side (no ICMP visible there): the peer's RTO
+    /// re-sent its request while the answer waited ≈ one probe0 period, and
+    /// the answer, cut below the MSS, crossed the retransmission (from the
+    /// stall ledger).
+    #[serde(rename = "probe0 seen from the peer")]
+    FarSide,
 }
 
 /// The kernel timer a trigger → carrier gap matches (JSON: the label in `timer`).
@@ -88,8 +99,9 @@ pub struct ProbeTimerStallEvidence {
     /// Bytes from the waiting offset released within [`RELEASE_NS`] (10 ms)
     /// of the carrier (at least the carrier's payload).
     pub bytes_waited: i64,
-    /// Relative sequence of the first waiting byte, bytes.
-    pub waiting_rel_seq: i64,
+    /// Relative sequence of the first waiting byte, bytes; `None` for a
+    /// wait found by the stall ledger.
+    pub waiting_rel_seq: Option<i64>,
     /// The flow table's stall ending at the carrier, ms.
     pub flow_silent_ms: Option<f64>,
 }
@@ -119,12 +131,18 @@ pub struct Diagnosis {
 
 impl ProbeTimerStall {
     /// Diagnose every burst of triggers whose waiting bytes left only after
-    /// a silence of 150 ms to 60 s.
+    /// a silence of 150 ms to 60 s, then every probe0 wait of the stall
+    /// ledger (in `ctx`) that none of those covers (small-window probe,
+    /// far-side view), in that order.
     pub fn diagnose(&self, ctx: &FinishContext) -> Vec<Diagnosis> {
-        self.bursts()
+        let mut out: Vec<Diagnosis> = self
+            .bursts()
             .iter()
             .filter_map(|members| self.diagnose_burst(members, ctx))
-            .collect()
+            .collect();
+        let more = self.diagnose_from_ledger(ctx, &out);
+        out.extend(more);
+        out
     }
 
     /// Cluster triggers of one sender that come in a burst (≤ [`BURST_NS`]
@@ -221,7 +239,7 @@ impl ProbeTimerStall {
                 gap_ms: ns_to_ms(gap),
                 timer: KernelTimer::of_gap(gap, t.kind, &carrier),
                 bytes_waited,
-                waiting_rel_seq: t.offset,
+                waiting_rel_seq: Some(t.offset),
                 flow_silent_ms: flow_silent_ns.map(ns_to_ms),
             },
         })

@@ -4,9 +4,12 @@
 //! The detector records triggers and the segments that follow them
 //! ([`ProbeTimerStall`]); [`ProbeTimerStall::diagnose`] clusters the triggers
 //! and finds each burst's carrier at the end of the capture (plain-data
-//! [`Diagnosis`] values), and [`render`] writes the summary, remedy and evidence.
+//! [`Diagnosis`] values), then adds the stall ledger's probe0 waits that no
+//! trigger explains (`from_ledger.rs`: small window, seen from the peer), and
+//! [`render`] writes the summary, remedy and evidence.
 
 mod diagnosis;
+mod from_ledger;
 mod render;
 
 pub use diagnosis::{Diagnosis, KernelTimer, ProbeTimerStallEvidence, TriggerKind};

@@ -87,7 +87,7 @@ fn self_addressed_frag_needed_then_probe0_carrier_is_flagged() {
     assert_eq!(e.gap_ms, 206.909);
     assert_eq!(e.timer, Some(KernelTimer::RtoMin));
     assert_eq!(e.bytes_waited, 4000);
-    assert_eq!(e.waiting_rel_seq, 2401);
+    assert_eq!(e.waiting_rel_seq, Some(2401));
     assert_eq!(e.flow_silent_ms, None);
 }
 
@@ -142,7 +142,7 @@ fn zero_window_reopen_ignored_until_probe_timer() {
     assert_eq!(e.trigger_frame, 14);
     assert_eq!(e.carrier_frame, 15);
     assert_eq!(e.timer, Some(KernelTimer::Probe0Backoff));
-    assert_eq!(e.waiting_rel_seq, 1001);
+    assert_eq!(e.waiting_rel_seq, Some(1001));
     assert_eq!(out[0].mtu, None);
 
     // Data right after the reopening: ordinary flow control, not flagged.
@@ -220,4 +220,219 @@ fn evidence_json_keys_order_and_nulls() {
             r#""flow_silent_ms":null}"#
         )
     );
+}
+
+// ---- The wait, from the stall ledger ----
+
+/// Stream 0 (client 192.0.2.10:40000 → server 198.51.100.10:80) through the
+/// real stall ledger and the detector, as the pipeline runs them; ms times.
+mod ledger {
+    use super::*;
+    use pcapsleuth_decode::TcpFlags;
+    use pcapsleuth_detect::synth::v4_pair;
+    use pcapsleuth_flow::FlowStarted;
+    use pcapsleuth_ledger::StallLedger;
+
+    pub struct Script {
+        pub frame: u64,
+        pub events: Vec<FlowEvent>,
+    }
+
+    impl Script {
+        pub fn new() -> Self {
+            let (client, server) = v4_pair(40000, 80);
+            Script {
+                frame: 0,
+                events: vec![FlowEvent::FlowStarted(FlowStarted {
+                    stream: 0,
+                    client,
+                    server,
+                    frame: 1,
+                    ts: ts(0.0),
+                })],
+            }
+        }
+
+        /// One ACK-flagged segment advertising `window` bytes; its frame.
+        pub fn seg(
+            &mut self,
+            dir: Direction,
+            t: f64,
+            seq: i64,
+            len: u32,
+            ack: i64,
+            window: u64,
+        ) -> u64 {
+            self.frame += 1;
+            let isn = if dir == C2S { 1000 } else { 5000 };
+            self.events.push(FlowEvent::Segment(SegmentEvent {
+                rel_ack: Some(ack),
+                window_bytes: Some(window),
+                window_raw: window.min(65535) as u16,
+                ..segment(dir, self.frame, ts(t), isn, seq, len)
+            }));
+            self.frame
+        }
+
+        pub fn last_mut(&mut self) -> &mut SegmentEvent {
+            match self.events.last_mut() {
+                Some(FlowEvent::Segment(s)) => s,
+                _ => unreachable!(),
+            }
+        }
+
+        /// SYN / SYN-ACK (MSS 1460 both ways) / ACK, seen at the client
+        /// (SYN/ACK one RTT after the SYN) or at the server (ACK one RTT
+        /// after the SYN/ACK).
+        pub fn handshake(&mut self, rtt: f64, server_side: bool) {
+            let (sa, a) = if server_side {
+                (0.01, rtt + 0.01)
+            } else {
+                (rtt, rtt + 0.01)
+            };
+            self.seg(C2S, 0.0, 0, 0, 0, 64000);
+            *self.last_mut() = SegmentEvent {
+                flags: TcpFlags(TcpFlags::SYN),
+                rel_ack: None,
+                mss: Some(1460),
+                ..*self.last_mut()
+            };
+            self.seg(S2C, sa, 0, 0, 1, 64000);
+            *self.last_mut() = SegmentEvent {
+                flags: TcpFlags(TcpFlags::SYN | TcpFlags::ACK),
+                mss: Some(1460),
+                ..*self.last_mut()
+            };
+            self.seg(C2S, a, 1, 0, 1, 64000);
+        }
+
+        pub fn run(&self) -> Vec<Diagnosis> {
+            let mut d = ProbeTimerStall::default();
+            let mut l = StallLedger::new();
+            for e in &self.events {
+                d.on_flow_event(e);
+                l.on_event(e);
+            }
+            let (c, s) = v4_pair(40000, 80);
+            let mut ctx = synth::finish_context(c, s);
+            ctx.ledger = Some(l.finish());
+            d.diagnose(&ctx)
+        }
+    }
+}
+
+#[test]
+fn small_window_probe_found_from_the_wait() {
+    // (case, probe delay after the small-window ACK ms, window bytes, expected timer)
+    let table: &[(&str, f64, u64, Option<KernelTimer>)] = &[
+        (
+            "probe0 at TCP_RTO_MIN",
+            204.0,
+            1000,
+            Some(KernelTimer::RtoMin),
+        ),
+        (
+            "probe0 backed off",
+            404.0,
+            700,
+            Some(KernelTimer::Probe0Backoff),
+        ),
+        // Sent at once: ordinary flow control, nobody waited for a timer.
+        ("no wait", 0.3, 1000, None),
+        // A full segment after the wait is no window-limited probe.
+        ("full segment", 204.0, 1448, None),
+    ];
+    for &(case, delay, window, want) in table {
+        let mut s = ledger::Script::new();
+        s.handshake(0.2, false);
+        s.seg(C2S, 10.0, 1, 1448, 1, 64000);
+        s.seg(C2S, 10.01, 1449, 1448, 1, 64000);
+        let ack = s.seg(S2C, 10.2, 1, 0, 2897, window);
+        let carrier = s.seg(C2S, 10.2 + delay, 2897, window as u32, 1, 64000);
+        let got = s.run();
+        match want {
+            None => assert!(got.is_empty(), "{case}: {got:#?}"),
+            Some(timer) => {
+                assert_eq!(got.len(), 1, "{case}: {got:#?}");
+                let d = &got[0];
+                assert_eq!(d.dir, C2S, "{case}");
+                assert_eq!(d.severity, Severity::Warning);
+                assert_eq!(d.frames, vec![ack, carrier], "{case}");
+                let e = &d.evidence;
+                assert_eq!(e.trigger, TriggerKind::SmallWindow, "{case}");
+                assert_eq!(e.trigger_frame, ack, "{case}");
+                assert_eq!(e.carrier_frame, carrier, "{case}");
+                assert_eq!(e.timer, Some(timer), "{case}");
+                assert_eq!(e.bytes_waited, window as i64, "{case}");
+                assert_eq!(e.waiting_rel_seq, None, "{case}");
+            }
+        }
+    }
+}
+
+#[test]
+fn far_side_view_found_from_the_crossed_rto() {
+    // Seen at the client or at the server: the request is re-sent by the
+    // client's RTO while the server's answer waits for its probe0 timer;
+    // the answer (cut below the 1460-byte MSS) crosses the retransmission.
+    // (case, server-side capture, answer bytes, expected)
+    let table: &[(&str, bool, u32, bool)] = &[
+        ("server side, answer cut to 1348", true, 1348, true),
+        ("client side, answer cut to 1348", false, 1348, true),
+        // A full-size (or short) answer is a plain spurious RTO, not probe0.
+        ("full-size answer", true, 1448, false),
+        ("short answer", true, 200, false),
+    ];
+    for &(case, server_side, answer, want) in table {
+        let mut s = ledger::Script::new();
+        s.handshake(0.2, server_side);
+        let req = s.seg(C2S, 10.0, 1, 100, 1, 64000);
+        let rto = s.seg(C2S, 10.0 + 207.0, 1, 100, 1, 64000);
+        s.last_mut().analysis.retransmission = true;
+        let ans = s.seg(S2C, 10.0 + 207.1, 1, answer, 101, 64000);
+        let got = s.run();
+        if !want {
+            assert!(got.is_empty(), "{case}: {got:#?}");
+            continue;
+        }
+        assert_eq!(got.len(), 1, "{case}: {got:#?}");
+        let d = &got[0];
+        assert_eq!(d.dir, S2C, "{case}: the answer waited");
+        assert_eq!(d.frames, vec![req, rto, ans], "{case}");
+        let e = &d.evidence;
+        assert_eq!(e.trigger, TriggerKind::FarSide, "{case}");
+        assert_eq!(e.trigger_frame, rto, "{case}");
+        assert_eq!(e.carrier_frame, ans, "{case}");
+        assert_eq!(e.timer, Some(KernelTimer::RtoMin), "{case}");
+        assert_eq!(e.bytes_waited, i64::from(answer), "{case}");
+    }
+}
+
+#[test]
+fn ledger_wait_covered_by_a_trigger_is_reported_once() {
+    // The self-addressed frag-needed case: the trigger rule finds it, the
+    // ledger's probe0 entry for the same wait adds nothing.
+    let mut s = ledger::Script::new();
+    s.handshake(0.2, false);
+    s.seg(C2S, 10.0, 1, 100, 1, 64000);
+    s.seg(S2C, 10.2, 1, 0, 101, 64000);
+    s.frame += 1;
+    s.events.push(FlowEvent::IcmpError(IcmpErrorEvent {
+        interface: 1,
+        ..frag_needed(
+            6,
+            ts(500.44),
+            ip("192.0.2.10"),
+            synth::v4_pair(40000, 80),
+            101,
+        )
+    }));
+    let carrier = s.seg(C2S, 707.349, 101, 1348, 1, 64000);
+    let got = s.run();
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_eq!(
+        got[0].evidence.trigger,
+        TriggerKind::SelfAddressedFragNeeded
+    );
+    assert_eq!(got[0].evidence.carrier_frame, carrier);
 }

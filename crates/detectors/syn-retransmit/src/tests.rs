@@ -1168,7 +1168,8 @@ fn syn_unanswered_when_the_capture_ended_before_the_next_retry_is_censored_info(
     assert_eq!(out[0].evidence.next_retry_due_ms, Some(2000.0));
     let f = render::render(&out[0]);
     assert!(
-        f.summary.contains("still unanswered when the capture ended 100.0 ms after the last SYN"),
+        f.summary
+            .contains("still unanswered when the capture ended 100.0 ms after the last SYN"),
         "{}",
         f.summary
     );

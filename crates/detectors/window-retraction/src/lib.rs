@@ -35,6 +35,12 @@ pub const MAX_DROPS_LISTED: usize = 16;
 /// reaches the sender (`tcp_check_probe_timer`).
 pub const INFLIGHT_SLACK_NS: i64 = 50_000_000;
 
+/// A re-send of dropped data comes at least half a handshake RTT, and at
+/// least this long (ns), after the first transmission: the sender must learn
+/// of the loss (RTO, duplicate ACKs). A copy captured sooner is a duplicate
+/// made by the capture or the network, not a re-send.
+pub const MIN_RESEND_GAP_NS: i64 = 1_000_000;
+
 /// Sender segments remembered per direction (only those not yet acknowledged
 /// are kept): the data in flight when a retraction happens.
 const SENT_RING: usize = 256;
@@ -68,6 +74,7 @@ impl Adv {
 #[derive(Debug, Clone, Copy)]
 struct Sent {
     frame: FrameNo,
+    ts: Timestamp,
     /// First new byte (relative sequence).
     seq: i64,
     /// One past the last byte (relative sequence).
@@ -78,6 +85,7 @@ struct Sent {
 #[derive(Debug, Clone, Copy)]
 struct Range {
     frame: FrameNo,
+    ts: Timestamp,
     seq: i64,
     end: i64,
     dropped: bool,
@@ -139,7 +147,7 @@ impl DirState {
         let mut ranges = Vec::new();
         let mut sent_into = 0u64;
         for s in &self.ring {
-            if let Some(r) = clip(s.frame, s.seq, s.end, new_edge, prev_edge) {
+            if let Some(r) = clip(s.frame, s.ts, s.seq, s.end, new_edge, prev_edge) {
                 sent_into += span_len(r.seq, r.end);
                 if ranges.len() < MAX_RANGES {
                     ranges.push(r);
@@ -183,14 +191,20 @@ impl DirState {
     /// A data segment of the sender: new bytes may land in a retracted
     /// space; re-sent bytes that were sent into one and never acknowledged
     /// were dropped by the receiver.
-    fn sender_data(&mut self, seg: &SegmentEvent) {
+    fn sender_data(&mut self, seg: &SegmentEvent, min_gap_ns: i64) {
         let (seq, end) = (seg.rel_seq, seg.rel_seq + i64::from(seg.payload_len));
         let acked = self.last.map_or(i64::MIN, |a| a.ack);
         if let Some(n) = self.snd_nxt.filter(|n| seq < *n) {
-            self.resent(seg, seq, end.min(n), acked);
+            self.resent(seg, seq, end.min(n), acked, min_gap_ns);
         }
         let new_seq = self.snd_nxt.map_or(seq, |n| seq.max(n));
         if end <= new_seq {
+            return;
+        }
+        self.snd_nxt = Some(end);
+        if self.last.is_none() {
+            // No placed advertisement from the receiver yet (none seen, or
+            // its window scale is unknown): nothing can retract, keep nothing.
             return;
         }
         if self.ring.len() >= SENT_RING {
@@ -198,12 +212,13 @@ impl DirState {
         }
         self.ring.push_back(Sent {
             frame: seg.frame,
+            ts: seg.ts,
             seq: new_seq,
             end,
         });
         let mut added = 0u64;
         for w in self.watches.iter_mut().filter(|w| seg.ts <= w.horizon) {
-            if let Some(r) = clip(seg.frame, new_seq, end, w.new_edge, w.prev_edge) {
+            if let Some(r) = clip(seg.frame, seg.ts, new_seq, end, w.new_edge, w.prev_edge) {
                 let n = span_len(r.seq, r.end);
                 added += n;
                 if let Some(e) = w.listed.and_then(|i| self.listed.get_mut(i)) {
@@ -215,26 +230,34 @@ impl DirState {
             }
         }
         self.sent_into += added;
-        self.snd_nxt = Some(end);
     }
 
-    /// Bytes `[seq, end)` sent again: those sent into a retracted space and
-    /// not acknowledged since were dropped.
-    fn resent(&mut self, seg: &SegmentEvent, seq: i64, end: i64, acked: i64) {
-        let mut found: Vec<DroppedSegment> = Vec::new();
+    /// Bytes `[seq, end)` sent again: those sent into a retracted space,
+    /// not acknowledged since and first sent at least `min_gap_ns` earlier
+    /// were dropped (a copy captured at the same moment, as a tap duplicating
+    /// packets makes, is not a re-send).
+    fn resent(&mut self, seg: &SegmentEvent, seq: i64, end: i64, acked: i64, min_gap_ns: i64) {
+        // (original frame, its timestamp, first and one-past-last dropped
+        // byte): once per original, its bytes the hull of its parts in the
+        // spaces of several retractions.
+        let mut found: Vec<(FrameNo, Timestamp, i64, i64)> = Vec::new();
         for w in self.watches.iter_mut() {
             let mut in_watch = 0u64;
-            for r in w.ranges.iter_mut().filter(|r| !r.dropped && r.end > acked) {
-                let (a, b) = (seq.max(r.seq), end.min(r.end));
-                if a < b {
+            let old = |r: &&mut Range| seg.ts.0.saturating_sub(r.ts.0) >= min_gap_ns;
+            for r in w
+                .ranges
+                .iter_mut()
+                .filter(|r| !r.dropped && r.end > acked)
+                .filter(old)
+            {
+                if seq.max(r.seq) < end.min(r.end) {
                     r.dropped = true;
-                    let n = span_len(r.seq.max(acked), r.end);
-                    in_watch += n;
-                    found.push(DroppedSegment {
-                        original_frame: r.frame,
-                        retransmission_frame: seg.frame,
-                        bytes: n,
-                    });
+                    let lo = r.seq.max(acked);
+                    in_watch += span_len(lo, r.end);
+                    match found.iter_mut().find(|f| f.0 == r.frame) {
+                        Some(f) => (f.2, f.3) = (f.2.min(lo), f.3.max(r.end)),
+                        None => found.push((r.frame, r.ts, lo, r.end)),
+                    }
                 }
             }
             if let Some(e) = w.listed.and_then(|i| self.listed.get_mut(i)) {
@@ -245,11 +268,17 @@ impl DirState {
             return;
         }
         self.widen(seg.ts);
-        for d in found {
+        for (frame, ts, lo, hi) in found {
+            let bytes = span_len(lo, hi);
+            self.widen(ts);
             self.dropped_segments += 1;
-            self.dropped_bytes += d.bytes;
+            self.dropped_bytes += bytes;
             if self.drops.len() < MAX_DROPS_LISTED {
-                self.drops.push(d);
+                self.drops.push(DroppedSegment {
+                    original_frame: frame,
+                    retransmission_frame: seg.frame,
+                    bytes,
+                });
             }
         }
     }
@@ -267,10 +296,18 @@ impl DirState {
 /// `[seq, end)` clipped to the retracted space `(new_edge, prev_edge]`, i.e.
 /// sequence numbers `new_edge ..= prev_edge - 1` (bytes at or beyond the new
 /// right edge and below the old one).
-fn clip(frame: FrameNo, seq: i64, end: i64, new_edge: i64, prev_edge: i64) -> Option<Range> {
+fn clip(
+    frame: FrameNo,
+    ts: Timestamp,
+    seq: i64,
+    end: i64,
+    new_edge: i64,
+    prev_edge: i64,
+) -> Option<Range> {
     let (a, b) = (seq.max(new_edge), end.min(prev_edge));
     (a < b).then_some(Range {
         frame,
+        ts,
         seq: a,
         end: b,
         dropped: false,
@@ -306,15 +343,12 @@ impl WindowRetraction {
         if self.handshake(seg) {
             return;
         }
-        let inflight = self
-            .hs
-            .get(&seg.stream)
-            .and_then(|h| h.rtt_ns)
-            .unwrap_or(0)
-            .saturating_add(INFLIGHT_SLACK_NS);
+        let rtt = self.hs.get(&seg.stream).and_then(|h| h.rtt_ns).unwrap_or(0);
+        let inflight = rtt.saturating_add(INFLIGHT_SLACK_NS);
         if seg.payload_len > 0 {
             let key = (seg.stream, seg.dir.reverse().index());
-            self.dirs.entry(key).or_default().sender_data(seg);
+            let min_gap = (rtt / 2).max(MIN_RESEND_GAP_NS);
+            self.dirs.entry(key).or_default().sender_data(seg, min_gap);
         }
         let (Some(ack), Some(window)) = (seg.rel_ack, seg.window_bytes) else {
             // No ACK, or the window scale is unknown (handshake not

@@ -179,6 +179,23 @@ fn data_sent_into_the_retracted_space_and_resent_is_a_dropped_warning() {
 }
 
 #[test]
+fn a_segment_in_two_retracted_spaces_is_one_drop() {
+    let mut s = handshake();
+    ack(&mut s, 2.0, 1001, 8192); // edge 9193
+    let orig = data(&mut s, 3.0, 5001, 4000); // 5001..9001 (1001..5001 lost)
+    ack(&mut s, 4.0, 1001, 6144); // edge 7145
+    ack(&mut s, 5.0, 1001, 2048); // edge 3049
+    data(&mut s, 300.0, 5001, 4000);
+    let out = run(&s);
+    let e = &out[0].evidence;
+    assert_eq!(e.count, 2);
+    assert_eq!((e.dropped_segments, e.dropped_bytes), (1, 4000));
+    assert_eq!(e.dropped[0].original_frame, orig);
+    assert_eq!(e.retractions[0].dropped_bytes, 1856);
+    assert_eq!(e.retractions[1].dropped_bytes, 2144);
+}
+
+#[test]
 fn data_in_flight_after_the_retraction_counts_and_acknowledged_is_not_dropped() {
     let mut s = handshake();
     ack(&mut s, 2.0, 1001, 8192); // edge 9193
@@ -192,6 +209,22 @@ fn data_in_flight_after_the_retraction_counts_and_acknowledged_is_not_dropped() 
     assert_eq!(out[0].severity, Severity::Info);
     assert_eq!(e.sent_into_retracted_bytes, 1000);
     assert_eq!(e.dropped_segments, 0);
+}
+
+#[test]
+fn a_copy_captured_with_the_original_is_not_a_re_send() {
+    // A tap duplicating packets (one copy with a rewritten ACK, so not
+    // recognised as the same packet): same timestamp as the original.
+    let mut s = handshake();
+    ack(&mut s, 2.0, 1001, 8192);
+    data(&mut s, 3.0, 1001, 4000);
+    data(&mut s, 3.1, 5001, 4000);
+    ack(&mut s, 3.1, 5001, 256);
+    data(&mut s, 3.1, 5001, 4000);
+    let out = run(&s);
+    assert_eq!(out[0].evidence.sent_into_retracted_bytes, 3744);
+    assert_eq!(out[0].evidence.dropped_segments, 0);
+    assert_eq!(out[0].severity, Severity::Info);
 }
 
 #[test]

@@ -1,7 +1,7 @@
-//! The ends of a connection as evidence and prose name them.
+//! The ends of a TCP connection as evidence and prose name them (`"client 192.0.2.10:49001"`), shared by every detector that names a sender or receiver.
 
+use crate::FinishContext;
 use pcapsleuth_core::{Direction, Endpoint, StreamId};
-use pcapsleuth_detect::FinishContext;
 use serde::{Serialize, Serializer};
 use std::fmt;
 

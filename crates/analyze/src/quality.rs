@@ -1,0 +1,649 @@
+//! Capture quality before diagnosis: the [`QualityTracker`] the pipeline
+//! feeds with every frame and flow event, and the conversion of its
+//! [`CaptureQuality`] to the report's `capture_quality`.
+//!
+//! What it measures (the types and verdict rules are in
+//! [`pcapsleuth_detect::quality`]):
+//! - **capture loss against network loss**, per TCP flow and direction: the
+//!   highest sequence byte captured and the gaps below it (a segment starting
+//!   past the highest byte, Wireshark's `tcp.analysis.lost_segment`). A gap
+//!   that a later segment fills was lost before the capture point and
+//!   retransmitted (network loss); bytes the peer acknowledges that no frame
+//!   carried — a gap or bytes past the highest captured one, Wireshark's
+//!   `tcp.analysis.ack_lost_segment` — reached the receiver, so the capture
+//!   lost them. At most [`MAX_GAPS`] gaps per direction are tracked; a jump of
+//!   more than [`MAX_GAP_BYTES`] is taken for a new sequence space, not a gap;
+//! - **duplicates**: the flow table's duplicate sightings, split by whether the
+//!   first sighting was at the same place (interface, `-i any` interface index
+//!   and direction, link-layer source address);
+//! - **snaplen**: frames with `caplen < len` whose decoding stopped for lack of
+//!   bytes (headers hidden) or did not (payload only);
+//! - **one-sided flows**: TCP flows captured in one direction only, whose
+//!   captured side acknowledges bytes of the other (its ACK number moves, or
+//!   it ACKs after its SYN): the other direction existed and was not captured.
+//!   A SYN that is never answered is not one-sided;
+//! - **timestamps going backwards**, per interface in file order, and across
+//!   interfaces (a frame older than the previous frame of the file, captured
+//!   on another interface);
+//! - **interface drop counters** from pcapng Interface Statistics Blocks
+//!   ([`pcapsleuth_ingest::InterfaceStats`]).
+
+use pcapsleuth_core::{Direction, FrameNo, InterfaceId, Timestamp};
+use pcapsleuth_decode::{Decoded, StopReason, Transport};
+use pcapsleuth_detect::quality::{
+    CaptureQuality, FlowQuality, InterfaceQuality, QualityReason, QualityVerdict,
+    BACKWARDS_TOLERANCE_NS,
+};
+use pcapsleuth_flow::{FlowEvent, PacketFlowInfo, SegmentEvent};
+use pcapsleuth_ingest::{Frame, InterfaceInfo};
+use pcapsleuth_report::{
+    CaptureQualityReport, FlowQualityReport, InterfaceQualityReport, QualityReasonReport,
+    QualityVerdictReport,
+};
+use std::collections::VecDeque;
+
+/// Sequence gaps tracked per flow direction; further gaps are not tracked
+/// (their bytes, if acknowledged, are then not counted as capture loss).
+pub const MAX_GAPS: usize = 16;
+
+/// A sequence jump larger than this (1 GiB, the largest RFC 7323 window) is
+/// not a gap but another sequence space (port reuse, a corrupt segment).
+pub const MAX_GAP_BYTES: i64 = 1 << 30;
+
+/// Frames remembered to find the interface of a duplicate's first sighting
+/// (the flow table's duplicate window is milliseconds).
+const RECENT_FRAMES: usize = 1 << 16;
+
+/// Interface ids past this are not tracked (ids come from the file).
+const MAX_INTERFACES: usize = 1 << 16;
+
+/// One direction of a flow, as far as the capture shows it.
+#[derive(Debug, Default)]
+struct DirState {
+    /// Segments (not duplicate sightings) captured in this direction.
+    packets: u64,
+    /// `max_end` is meaningful (a segment was seen).
+    known: bool,
+    /// Relative sequence number just past the highest byte seen (or
+    /// acknowledged by the peer).
+    max_end: i64,
+    /// Sequence ranges `[start, end)` below `max_end` never captured.
+    gaps: Vec<(i64, i64)>,
+    /// Raw ACK number of the first ACK this direction sent.
+    first_ack: Option<u32>,
+    /// This direction's ACK number moved: it acknowledged the peer's bytes.
+    ack_moved: bool,
+    /// This direction sent a SYN.
+    syn: bool,
+    /// This direction sent an ACK after its SYN (so it saw a SYN/ACK).
+    ack_after_syn: bool,
+    /// The first segment seen was empty and not a SYN: it may have been a
+    /// keep-alive (sequence number SND.NXT − 1, RFC 9293 §3.8.4), so an ACK
+    /// one byte past it is no capture loss.
+    maybe_keepalive: bool,
+    /// Largest receive window this direction advertised, bytes (scaled when
+    /// the scale is known, else the raw field times [`UNKNOWN_SCALE`]).
+    max_window: u64,
+}
+
+/// Multiplier for a raw window whose scale is unknown (handshake not
+/// captured): 2^8, the Windows default shift (Linux uses 7; RFC 7323 §2.3
+/// allows up to 14).
+const UNKNOWN_SCALE: u64 = 1 << 8;
+
+/// Smallest window bound: 65535 bytes, the largest unscaled window.
+const MIN_WINDOW_BOUND: u64 = 65_535;
+
+impl DirState {
+    /// The most this direction could have had in flight unseen: the bytes
+    /// its peer's receive window allowed (`peer_window`, see
+    /// [`DirState::max_window`]), at least [`MIN_WINDOW_BOUND`]. A larger
+    /// jump is not loss but another sequence space or a challenge ACK
+    /// (RFC 5961 §4: an ACK answering a SYN in a stale connection).
+    fn jump_bound(peer_window: u64) -> i64 {
+        i64::try_from(peer_window.max(MIN_WINDOW_BOUND))
+            .unwrap_or(MAX_GAP_BYTES)
+            .min(MAX_GAP_BYTES)
+    }
+}
+
+/// Where a frame was captured, as far as the frame tells: the interface;
+/// inside a Linux `-i any` capture (SLL/SLL2) the kernel interface index and
+/// the packet type (in or out); and the link-layer source address (a routed
+/// packet captured on both sides of the router changes it). Two sightings
+/// of one packet at the same place are a doubled capture (a mirror port
+/// copying both directions of a switch); at different places, several
+/// capture points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Place {
+    interface: InterfaceId,
+    ifindex: Option<u32>,
+    pkttype: Option<u8>,
+    src_mac: Option<[u8; 6]>,
+}
+
+/// One TCP flow.
+#[derive(Debug, Default)]
+struct FlowState {
+    /// Client → server, server → client.
+    dirs: [DirState; 2],
+    quality: FlowQuality,
+}
+
+/// One interface.
+#[derive(Debug, Clone, Copy, Default)]
+struct IfaceState {
+    frames: u64,
+    last_ts: Option<Timestamp>,
+    backwards: u64,
+    max_back_ns: i64,
+}
+
+/// Gathers the capture-quality facts of one capture as the pipeline runs.
+#[derive(Debug, Default)]
+pub struct QualityTracker {
+    flows: Vec<FlowState>,
+    ifaces: Vec<IfaceState>,
+    /// Previous frame of the file: interface and timestamp.
+    prev: Option<(InterfaceId, Timestamp)>,
+    /// (frame, capture place) of the last [`RECENT_FRAMES`] frames
+    /// (48 bytes each).
+    recent: VecDeque<(FrameNo, Place)>,
+    /// Capture place of the frame being handled.
+    current: Place,
+    q: CaptureQuality,
+}
+
+fn dir_index(d: Direction) -> usize {
+    match d {
+        Direction::ClientToServer => 0,
+        Direction::ServerToClient => 1,
+    }
+}
+
+/// Remove `[start, end)` from `gaps`; returns the bytes removed.
+fn fill(gaps: &mut Vec<(i64, i64)>, start: i64, end: i64) -> u64 {
+    if start >= end || gaps.is_empty() {
+        return 0;
+    }
+    let mut removed = 0i64;
+    let mut out = Vec::with_capacity(gaps.len() + 1);
+    for &(a, b) in gaps.iter() {
+        let (lo, hi) = (a.max(start), b.min(end));
+        if lo >= hi {
+            out.push((a, b));
+            continue;
+        }
+        removed += hi - lo;
+        if a < lo {
+            out.push((a, lo));
+        }
+        if hi < b {
+            out.push((hi, b));
+        }
+    }
+    out.truncate(MAX_GAPS);
+    *gaps = out;
+    u64::try_from(removed).unwrap_or(0)
+}
+
+impl QualityTracker {
+    /// A tracker with nothing seen.
+    pub fn new() -> QualityTracker {
+        QualityTracker::default()
+    }
+
+    /// One frame: its decoding, its flow verdict and the flow events the
+    /// flow table emitted for it.
+    pub fn on_frame(
+        &mut self,
+        frame: &Frame<'_>,
+        decoded: &Decoded<'_>,
+        info: &PacketFlowInfo,
+        events: &[FlowEvent],
+    ) {
+        self.q.frames += 1;
+        self.current = Place {
+            interface: frame.interface,
+            ifindex: decoded.link.sll_ifindex,
+            pkttype: decoded.link.sll_pkttype,
+            src_mac: decoded.link.src_mac,
+        };
+        self.note_time(frame.interface, frame.ts);
+        if (frame.data.len() as u64) < u64::from(frame.orig_len) {
+            let header = decoded
+                .stop
+                .is_some_and(|s| s.reason == StopReason::Truncated);
+            if header {
+                self.q.header_truncated_frames += 1;
+            } else {
+                self.q.payload_truncated_frames += 1;
+                if let (Some(stream), Transport::Tcp(_)) = (info.stream, &decoded.transport) {
+                    if let Some(f) = self.flow_mut(stream) {
+                        f.quality.payload_truncated_frames += 1;
+                    }
+                }
+            }
+        }
+        for ev in events {
+            match ev {
+                FlowEvent::FlowStarted(s) => {
+                    self.flow_mut(s.stream);
+                }
+                FlowEvent::Segment(s) => self.on_segment(s),
+                _ => {}
+            }
+        }
+        if self.recent.len() == RECENT_FRAMES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((frame.number, self.current));
+    }
+
+    /// Per-interface and cross-interface timestamp order.
+    fn note_time(&mut self, interface: InterfaceId, ts: Timestamp) {
+        if let Some((prev_if, prev_ts)) = self.prev {
+            if prev_if != interface && ts < prev_ts {
+                self.q.backwards_across_interfaces += 1;
+                let back = prev_ts.0.saturating_sub(ts.0);
+                self.q.max_backwards_across_ns = self.q.max_backwards_across_ns.max(back);
+            }
+        }
+        self.prev = Some((interface, ts));
+        let idx = interface as usize;
+        if idx >= MAX_INTERFACES {
+            return;
+        }
+        if self.ifaces.len() <= idx {
+            self.ifaces.resize(idx + 1, IfaceState::default());
+        }
+        if let Some(s) = self.ifaces.get_mut(idx) {
+            s.frames += 1;
+            if let Some(last) = s.last_ts {
+                if ts < last {
+                    s.backwards += 1;
+                    s.max_back_ns = s.max_back_ns.max(last.0.saturating_sub(ts.0));
+                }
+            }
+            s.last_ts = Some(ts);
+        }
+    }
+
+    fn flow_mut(&mut self, stream: u64) -> Option<&mut FlowState> {
+        let idx = usize::try_from(stream).ok()?;
+        if self.flows.len() <= idx {
+            // Stream ids are dense (assigned in order by the flow table).
+            self.flows.resize_with(idx + 1, FlowState::default);
+        }
+        let f = self.flows.get_mut(idx)?;
+        f.quality.stream = stream;
+        Some(f)
+    }
+
+    /// The capture place of an earlier frame, if still remembered.
+    fn place_of(&self, frame: FrameNo) -> Option<Place> {
+        let i = self.recent.partition_point(|&(n, _)| n < frame);
+        self.recent
+            .get(i)
+            .filter(|&&(n, _)| n == frame)
+            .map(|&(_, place)| place)
+    }
+
+    fn on_segment(&mut self, s: &SegmentEvent) {
+        if let Some(orig) = s.duplicate_of {
+            // Unknown first sighting: same interface unless several were seen.
+            let same = self
+                .place_of(orig)
+                .map_or(self.ifaces.len() <= 1, |p| p == self.current);
+            if let Some(f) = self.flow_mut(s.stream) {
+                if same {
+                    f.quality.duplicates_same_interface += 1;
+                } else {
+                    f.quality.duplicates_other_interface += 1;
+                }
+            }
+            if same {
+                self.q.duplicates_same_interface += 1;
+            } else {
+                self.q.duplicates_other_interface += 1;
+            }
+            return;
+        }
+        self.q.captured_payload_bytes += u64::from(s.payload_len);
+        let Some(f) = self.flow_mut(s.stream) else {
+            return;
+        };
+        let d = dir_index(s.dir);
+        let window = s
+            .window_bytes
+            .unwrap_or(u64::from(s.window_raw) * UNKNOWN_SCALE);
+        let [c, srv] = &mut f.dirs;
+        let (me, peer) = if d == 0 { (c, srv) } else { (srv, c) };
+        me.max_window = me.max_window.max(window);
+        track_sender(me, peer.max_window, &mut f.quality, s);
+        // The ACK speaks of the peer's sequence space.
+        if s.flags.ack() && !s.flags.rst() {
+            if let Some(ack) = s.rel_ack {
+                let lost = acked_unseen(peer, ack, me.max_window);
+                if lost > 0 {
+                    f.quality.capture_lost_bytes += lost;
+                    f.quality.capture_loss_acks += 1;
+                    f.quality.first_capture_loss_frame.get_or_insert(s.frame);
+                }
+            }
+        }
+    }
+
+    /// End of input: the capture's quality, with its verdict. `interfaces`
+    /// are the interfaces the input described (their ISB statistics).
+    pub fn finish(mut self, interfaces: &[InterfaceInfo]) -> CaptureQuality {
+        let mut q = std::mem::take(&mut self.q);
+        q.tcp_flows = self.flows.len() as u64;
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            f.quality.stream = i as u64;
+            let [c, s] = &f.dirs;
+            f.quality.one_sided = match (c.packets, s.packets) {
+                (n, 0) if n > 0 && acknowledges_peer(c) => Some(Direction::ClientToServer),
+                (0, n) if n > 0 && acknowledges_peer(s) => Some(Direction::ServerToClient),
+                _ => None,
+            };
+            if f.quality.one_sided.is_some() {
+                q.one_sided_flows += 1;
+            }
+            if f.quality.capture_lost_bytes > 0 {
+                q.capture_loss_flows += 1;
+                q.capture_lost_bytes += f.quality.capture_lost_bytes;
+            }
+            q.gap_bytes_filled_late += f.quality.gap_bytes_filled_late;
+            if !f.quality.is_clean() {
+                q.flows.push(f.quality);
+            }
+        }
+        q.interfaces = self.interface_qualities(interfaces);
+        q.reasons = reasons(&q);
+        q.conclude();
+        q
+    }
+
+    /// Every described interface and every one frames named, in id order.
+    fn interface_qualities(&self, interfaces: &[InterfaceInfo]) -> Vec<InterfaceQuality> {
+        let mut out: Vec<InterfaceQuality> = interfaces
+            .iter()
+            .map(|i| {
+                let seen = self.ifaces.get(i.id as usize).copied().unwrap_or_default();
+                let stats = i.stats.unwrap_or_default();
+                InterfaceQuality {
+                    id: i.id,
+                    frames: seen.frames,
+                    if_drop: stats.if_drop,
+                    os_drop: stats.os_drop,
+                    if_recv: stats.if_recv,
+                    stats_start_ns: stats.start_ts.map(|t| t.0),
+                    stats_end_ns: stats.end_ts.map(|t| t.0),
+                    backwards_frames: seen.backwards,
+                    max_backwards_ns: seen.max_back_ns,
+                }
+            })
+            .collect();
+        for (id, seen) in self.ifaces.iter().enumerate() {
+            let Ok(id) = InterfaceId::try_from(id) else {
+                continue;
+            };
+            if seen.frames == 0 || interfaces.iter().any(|i| i.id == id) {
+                continue;
+            }
+            out.push(InterfaceQuality {
+                id,
+                frames: seen.frames,
+                backwards_frames: seen.backwards,
+                max_backwards_ns: seen.max_back_ns,
+                ..InterfaceQuality::default()
+            });
+        }
+        out.sort_by_key(|i| i.id);
+        out
+    }
+}
+
+/// Update the sender's sequence coverage with segment `s`: a segment past
+/// the highest captured byte opens a gap; one below it fills gaps (network
+/// loss, retransmitted). RSTs carry no data of the flow and are skipped.
+fn track_sender(st: &mut DirState, peer_window: u64, fq: &mut FlowQuality, s: &SegmentEvent) {
+    st.packets += 1;
+    if s.flags.syn() {
+        st.syn = true;
+    }
+    if s.flags.ack() && !s.flags.rst() {
+        if st.syn && !s.flags.syn() {
+            st.ack_after_syn = true;
+        }
+        match st.first_ack {
+            None => st.first_ack = Some(s.ack.0),
+            Some(a) if a != s.ack.0 => st.ack_moved = true,
+            Some(_) => {}
+        }
+    }
+    if s.flags.rst() {
+        return;
+    }
+    let len = i64::from(s.payload_len) + i64::from(s.flags.syn()) + i64::from(s.flags.fin());
+    let (start, end) = (s.rel_seq, s.rel_seq + len);
+    if !st.known {
+        st.known = true;
+        st.max_end = end;
+        st.maybe_keepalive = len == 0;
+        return;
+    }
+    if len > 0 {
+        st.maybe_keepalive = false;
+    }
+    if start > st.max_end {
+        if start - st.max_end <= DirState::jump_bound(peer_window) {
+            if st.gaps.len() < MAX_GAPS {
+                st.gaps.push((st.max_end, start));
+            }
+        } else {
+            // Another sequence space: forget the old one.
+            st.gaps.clear();
+        }
+        st.max_end = end;
+        return;
+    }
+    if len > 0 {
+        fq.gap_bytes_filled_late += fill(&mut st.gaps, start, end.min(st.max_end));
+        st.max_end = st.max_end.max(end);
+    }
+}
+
+/// The peer acknowledged up to `ack` (relative, exclusive) with a receive
+/// window of at most `acker_window` bytes: the bytes below it the capture
+/// never saw, which it now counts as seen. An ACK further past the highest
+/// captured byte than the window allows ([`DirState::jump_bound`]) is
+/// ignored; one byte past a first segment that may have been a keep-alive
+/// is no loss.
+fn acked_unseen(peer: &mut DirState, ack: i64, acker_window: u64) -> u64 {
+    if !peer.known {
+        return 0;
+    }
+    if peer.maybe_keepalive && ack == peer.max_end + 1 {
+        peer.maybe_keepalive = false;
+        peer.max_end = ack;
+        return 0;
+    }
+    let mut lost = fill(&mut peer.gaps, i64::MIN, ack);
+    if ack > peer.max_end && ack - peer.max_end <= DirState::jump_bound(acker_window) {
+        lost += u64::try_from(ack - peer.max_end).unwrap_or(0);
+        peer.max_end = ack;
+    }
+    lost
+}
+
+/// The direction acknowledged bytes of its peer: its ACK number moved, or it
+/// acknowledged after its own SYN (it received a SYN/ACK).
+fn acknowledges_peer(d: &DirState) -> bool {
+    d.ack_moved || d.ack_after_syn
+}
+
+/// The reasons of a capture's facts, in variant order (see
+/// [`QualityReason::verdict`] for what each implies).
+pub fn reasons(q: &CaptureQuality) -> Vec<QualityReason> {
+    let mut out = Vec::new();
+    for i in &q.interfaces {
+        if let Some(dropped) = i.dropped().filter(|&d| d > 0) {
+            out.push(QualityReason::InterfaceDrops {
+                interface: i.id,
+                dropped,
+                captured: i.frames,
+            });
+        }
+    }
+    if q.capture_lost_bytes > 0 {
+        out.push(QualityReason::CaptureLoss {
+            flows: q.capture_loss_flows,
+            bytes: q.capture_lost_bytes,
+            captured_bytes: q.captured_payload_bytes,
+        });
+    }
+    if q.header_truncated_frames > 0 {
+        out.push(QualityReason::HeadersTruncated {
+            frames: q.header_truncated_frames,
+            of_frames: q.frames,
+        });
+    }
+    if q.one_sided_flows > 0 {
+        out.push(QualityReason::OneSidedFlows {
+            flows: q.one_sided_flows,
+            of_flows: q.tcp_flows,
+        });
+    }
+    for i in &q.interfaces {
+        if i.max_backwards_ns > BACKWARDS_TOLERANCE_NS {
+            out.push(QualityReason::TimestampsBackwards {
+                interface: i.id,
+                frames: i.backwards_frames,
+                max_back_ns: i.max_backwards_ns,
+            });
+        }
+    }
+    if q.duplicates_same_interface > 0 {
+        out.push(QualityReason::SameInterfaceDuplicates {
+            frames: q.duplicates_same_interface,
+        });
+    }
+    out
+}
+
+fn verdict_report(v: QualityVerdict) -> QualityVerdictReport {
+    match v {
+        QualityVerdict::Trustworthy => QualityVerdictReport::Trustworthy,
+        QualityVerdict::UseWithCare => QualityVerdictReport::UseWithCare,
+        QualityVerdict::NotTrustworthy => QualityVerdictReport::NotTrustworthy,
+    }
+}
+
+fn reason_report(r: &QualityReason) -> QualityReasonReport {
+    let verdict = verdict_report(r.verdict());
+    match *r {
+        QualityReason::InterfaceDrops {
+            interface,
+            dropped,
+            captured,
+        } => QualityReasonReport::InterfaceDrops {
+            verdict,
+            interface,
+            dropped,
+            captured,
+        },
+        QualityReason::CaptureLoss {
+            flows,
+            bytes,
+            captured_bytes,
+        } => QualityReasonReport::CaptureLoss {
+            verdict,
+            flows,
+            bytes,
+            captured_bytes,
+        },
+        QualityReason::HeadersTruncated { frames, of_frames } => {
+            QualityReasonReport::HeadersTruncated {
+                verdict,
+                frames,
+                of_frames,
+            }
+        }
+        QualityReason::OneSidedFlows { flows, of_flows } => QualityReasonReport::OneSidedFlows {
+            verdict,
+            flows,
+            of_flows,
+        },
+        QualityReason::TimestampsBackwards {
+            interface,
+            frames,
+            max_back_ns,
+        } => QualityReasonReport::TimestampsBackwards {
+            verdict,
+            interface,
+            frames,
+            max_back_ns,
+        },
+        QualityReason::SameInterfaceDuplicates { frames } => {
+            QualityReasonReport::SameInterfaceDuplicates { verdict, frames }
+        }
+        QualityReason::ReadIncomplete { frames } => {
+            QualityReasonReport::ReadIncomplete { verdict, frames }
+        }
+    }
+}
+
+/// The report's `capture_quality` of a capture.
+pub fn capture_report(q: &CaptureQuality) -> CaptureQualityReport {
+    CaptureQualityReport {
+        verdict: verdict_report(q.verdict),
+        reasons: q.reasons.iter().map(reason_report).collect(),
+        frames: q.frames,
+        tcp_flows: q.tcp_flows,
+        duplicates_same_interface: q.duplicates_same_interface,
+        duplicates_other_interface: q.duplicates_other_interface,
+        capture_lost_bytes: q.capture_lost_bytes,
+        capture_loss_flows: q.capture_loss_flows,
+        captured_payload_bytes: q.captured_payload_bytes,
+        gap_bytes_filled_late: q.gap_bytes_filled_late,
+        payload_truncated_frames: q.payload_truncated_frames,
+        header_truncated_frames: q.header_truncated_frames,
+        one_sided_flows: q.one_sided_flows,
+        backwards_across_interfaces: q.backwards_across_interfaces,
+        max_backwards_across_ns: q.max_backwards_across_ns,
+        interfaces: q
+            .interfaces
+            .iter()
+            .map(|i| InterfaceQualityReport {
+                id: i.id,
+                frames: i.frames,
+                if_drop: i.if_drop,
+                os_drop: i.os_drop,
+                if_recv: i.if_recv,
+                stats_start_ns: i.stats_start_ns,
+                stats_end_ns: i.stats_end_ns,
+                backwards_frames: i.backwards_frames,
+                max_backwards_ns: i.max_backwards_ns,
+            })
+            .collect(),
+    }
+}
+
+/// The `capture_quality` of one flow row (`None` when it has nothing to say).
+pub fn flow_report(f: &FlowQuality) -> FlowQualityReport {
+    FlowQualityReport {
+        capture_lost_bytes: f.capture_lost_bytes,
+        capture_loss_acks: f.capture_loss_acks,
+        first_capture_loss_frame: f.first_capture_loss_frame,
+        gap_bytes_filled_late: f.gap_bytes_filled_late,
+        one_sided: f.one_sided.map(|d| match d {
+            Direction::ClientToServer => "client_to_server",
+            Direction::ServerToClient => "server_to_client",
+        }),
+        duplicates_same_interface: f.duplicates_same_interface,
+        duplicates_other_interface: f.duplicates_other_interface,
+        payload_truncated_frames: f.payload_truncated_frames,
+    }
+}
