@@ -97,7 +97,7 @@ base = next((r for r in rows if r[0].startswith("parse-limit")), None)
 size = os.path.getsize(path)
 print(f"file: {path} ({size / 1e6:.0f} MB), median of {runs} alternating runs")
 print()
-print("| program | wall s (median) | runs | peak RSS MB | wall ÷ parse-limit | RSS ÷ parse-limit |")
+print("| program | wall s (median) | runs | peak RSS MiB | wall ÷ parse-limit | RSS ÷ parse-limit |")
 print("|---|---:|---|---:|---:|---:|")
 for name, wall, rss, all_wall in rows:
     ratio = f"{wall / base[1]:.2f}×" if base and base[1] > 0 else "–"

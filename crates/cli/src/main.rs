@@ -662,9 +662,10 @@ fn cmd_analyze(format: Format, output: Option<&Path>, run: &Batch, inputs: &[Pat
     let text_opts = TextOptions { color };
     let mut captures = Vec::new();
     let mut first = true;
-    // The HTML report draws the time-lost bar from the flows' stall ledger.
+    // The HTML and Markdown reports show the time lost to stalls from the
+    // flows' stall ledger.
     let opts = AnalyzeOptions {
-        with_flows: matches!(format, Format::Html),
+        with_flows: matches!(format, Format::Html | Format::Markdown),
         ..AnalyzeOptions::default()
     };
     let res = analyze_inputs(&paths, &opts, run, |c| {

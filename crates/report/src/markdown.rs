@@ -6,6 +6,7 @@ use crate::group::group_findings;
 use crate::model::{CaptureReport, Report, TOOL_VERSION};
 use crate::time::{format_duration_s, format_ts_utc};
 use pcapsleuth_core::Finding;
+use pcapsleuth_ledger::{human_duration, sum_cause_times};
 use std::fmt::Write as _;
 
 /// Escape text for a GFM table cell or running text: backslash-escape the
@@ -176,6 +177,7 @@ fn capture(out: &mut String, c: &CaptureReport) {
         }
     }
 
+    time_lost(out, c);
     out.push('\n');
     if c.findings.is_empty() {
         out.push_str("No findings.\n");
@@ -380,3 +382,59 @@ mod tests {
         assert_eq!(cell_code("a || b"), "`a \\|\\| b`");
     }
 }
+
+/// The stall ledger's account of the capture, when its flows were computed
+/// and any of them stalled: time lost by cause (the latency budget), then
+/// the connections that lost the most, with the ledger's one-sentence
+/// summary of each (at most [`MAX_STALLED_FLOWS`]).
+fn time_lost(out: &mut String, c: &CaptureReport) {
+    let mut causes = sum_cause_times(c.flows.iter().flat_map(|f| f.time_lost_by_cause.iter()));
+    if causes.is_empty() {
+        return;
+    }
+    causes.sort_by(|a, b| b.duration_ms.total_cmp(&a.duration_ms));
+    let ns = |ms: f64| (ms * 1e6).round() as i64;
+    out.push_str("\n### Time lost to stalls\n\n| Cause | Stalls | Time |\n|---|---:|---:|\n");
+    for k in &causes {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            esc(k.cause.label()),
+            k.stalls,
+            human_duration(ns(k.duration_ms))
+        );
+    }
+    let lost = |f: &crate::wire::FlowReport| -> f64 {
+        f.time_lost_by_cause.iter().map(|k| k.duration_ms).sum()
+    };
+    let mut stalled: Vec<&crate::wire::FlowReport> = c
+        .flows
+        .iter()
+        .filter(|f| !f.time_lost_by_cause.is_empty())
+        .collect();
+    stalled.sort_by(|a, b| lost(b).total_cmp(&lost(a)).then(a.tcp_stream.cmp(&b.tcp_stream)));
+    out.push_str("\n| tcp.stream | Connection | Time lost |\n|---:|---|---|\n");
+    for f in stalled.iter().take(MAX_STALLED_FLOWS) {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} |",
+            f.tcp_stream,
+            cell_code(&format!(
+                "{} -> {}",
+                endpoint(&f.client, f.client_port),
+                endpoint(&f.server, f.server_port)
+            )),
+            prose(f.stall_summary.as_deref().unwrap_or("-"), true)
+        );
+    }
+    if stalled.len() > MAX_STALLED_FLOWS {
+        let _ = writeln!(
+            out,
+            "\n{} more stalled connections in `pcapsleuth flows --format json`.",
+            stalled.len() - MAX_STALLED_FLOWS
+        );
+    }
+}
+
+/// Stalled connections listed in the Markdown report's time-lost section.
+const MAX_STALLED_FLOWS: usize = 10;
