@@ -432,3 +432,57 @@ fn streams_matches_tshark_layout() {
         Some(2)
     );
 }
+
+/// Issue 10 item 2: the per-service roll-up of the stall ledger in `flows`
+/// JSON is the sum of its connections' own ledgers, and the SYN-drop fixture's
+/// services lost their time to SYN retransmission timeouts.
+#[test]
+fn flows_json_rolls_time_lost_up_per_service() {
+    let f = fixtures_dir().join("syn-drops.pcap");
+    let o = run(&["flows", "--format", "json", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let cap = &doc["captures"][0];
+    let services = cap["time_lost_by_service"]
+        .as_array()
+        .expect("roll-up present");
+    assert!(!services.is_empty());
+    for s in services {
+        let (server, port) = (
+            s["server"].as_str().unwrap(),
+            s["server_port"].as_u64().unwrap(),
+        );
+        let flows: Vec<&Value> = cap["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["server"] == server && f["server_port"] == port)
+            .collect();
+        assert_eq!(s["connections"].as_u64(), Some(flows.len() as u64));
+        let own: f64 = flows
+            .iter()
+            .flat_map(|f| {
+                f["time_lost_by_cause"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .map(|c| c["duration_ms"].as_f64().unwrap())
+            .sum();
+        let rolled = s["duration_ms"].as_f64().unwrap();
+        assert!(
+            (own - rolled).abs() < 0.01,
+            "{server}:{port}: {own} vs {rolled}"
+        );
+    }
+    let top = &services[0];
+    assert_eq!(top["time_lost_by_cause"][0]["cause"], "syn_timeout");
+    let ms: Vec<f64> = services
+        .iter()
+        .map(|s| s["duration_ms"].as_f64().unwrap())
+        .collect();
+    assert!(
+        ms.windows(2).all(|w| w[0] >= w[1]),
+        "by descending time lost"
+    );
+}

@@ -173,6 +173,63 @@ struct FlowsCapture<'a> {
     /// summed per cause (contract 1.1; omitted when no flow stalled).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     time_lost_by_cause: Vec<CauseTime>,
+    /// The latency budget per service (server address and port), by
+    /// descending time lost (contract 1.1; omitted when no flow stalled).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    time_lost_by_service: Vec<ServiceTime>,
+}
+
+/// Time lost to stalls on connections to one service (`$defs.service_time`).
+#[derive(Serialize)]
+struct ServiceTime {
+    /// Server address.
+    server: String,
+    /// Server port.
+    server_port: u16,
+    /// TCP connections to it in the capture.
+    connections: u64,
+    /// Of those, connections with at least one stall.
+    stalled_connections: u64,
+    /// Summed stall time, ms.
+    duration_ms: f64,
+    /// Per cause, in the ledger's cause order.
+    time_lost_by_cause: Vec<CauseTime>,
+}
+
+/// Roll the flows' stall ledgers up per service, by descending time lost
+/// (ties: server address, then port). Services whose connections never
+/// stalled are left out.
+fn time_lost_by_service(flows: &[FlowReport]) -> Vec<ServiceTime> {
+    use std::collections::BTreeMap;
+    let mut by: BTreeMap<(&str, u16), Vec<&FlowReport>> = BTreeMap::new();
+    for f in flows {
+        by.entry((f.server.as_str(), f.server_port))
+            .or_default()
+            .push(f);
+    }
+    let mut out: Vec<ServiceTime> = by
+        .into_iter()
+        .filter_map(|((server, server_port), fl)| {
+            let causes = sum_cause_times(fl.iter().flat_map(|f| f.time_lost_by_cause.iter()));
+            if causes.is_empty() {
+                return None;
+            }
+            let ms: f64 = causes.iter().map(|c| c.duration_ms).sum();
+            Some(ServiceTime {
+                server: server.to_string(),
+                server_port,
+                connections: fl.len() as u64,
+                stalled_connections: fl
+                    .iter()
+                    .filter(|f| !f.time_lost_by_cause.is_empty())
+                    .count() as u64,
+                duration_ms: (ms * 1000.0).round() / 1000.0,
+                time_lost_by_cause: causes,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.duration_ms.total_cmp(&a.duration_ms));
+    out
 }
 
 /// A FLOW as serialised: its own fields, then `community_id` (since 1.1).
@@ -230,6 +287,7 @@ pub fn render_flows_json(report: &Report) -> String {
                 time_lost_by_cause: sum_cause_times(
                     c.flows.iter().flat_map(|f| f.time_lost_by_cause.iter()),
                 ),
+                time_lost_by_service: time_lost_by_service(&c.flows),
             })
             .collect(),
     };

@@ -226,7 +226,10 @@
 //! `stalls_dropped` (only when > 0), `time_lost_by_cause` (array of `{cause,
 //! stalls, duration_ms}`) and `stall_summary` (one sentence); all four are
 //! omitted when the flow never stalled. A capture whose flows stalled has
-//! `time_lost_by_cause` (after `flows`): the per-cause sum over its flows.
+//! `time_lost_by_cause` (after `flows`): the per-cause sum over its flows,
+//! and `time_lost_by_service`: per server address and port whose connections
+//! stalled, `{server, server_port, connections, stalled_connections,
+//! duration_ms, time_lost_by_cause}`, by descending `duration_ms`.
 //!
 //! Since 1.1, a FLOW whose capture lost, cut or doubled something carries
 //! `capture_quality` ([`FlowQualityReport`], last; omitted otherwise):

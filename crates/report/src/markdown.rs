@@ -412,7 +412,11 @@ fn time_lost(out: &mut String, c: &CaptureReport) {
         .iter()
         .filter(|f| !f.time_lost_by_cause.is_empty())
         .collect();
-    stalled.sort_by(|a, b| lost(b).total_cmp(&lost(a)).then(a.tcp_stream.cmp(&b.tcp_stream)));
+    stalled.sort_by(|a, b| {
+        lost(b)
+            .total_cmp(&lost(a))
+            .then(a.tcp_stream.cmp(&b.tcp_stream))
+    });
     out.push_str("\n| tcp.stream | Connection | Time lost |\n|---:|---|---|\n");
     for f in stalled.iter().take(MAX_STALLED_FLOWS) {
         let _ = writeln!(
