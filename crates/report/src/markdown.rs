@@ -363,26 +363,6 @@ fn finding_body(out: &mut String, f: &Finding) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escaping() {
-        assert_eq!(esc("a|b*c_d\ne"), "a\\|b\\*c\\_d e");
-        assert_eq!(
-            prose("run `ip link | grep mtu` now_", false),
-            "run `ip link | grep mtu` now\\_"
-        );
-        assert_eq!(prose("run `a|b`", true), "run `a\\|b`");
-        assert_eq!(prose("odd ` tick", false), "odd \\` tick");
-        assert_eq!(code("tcp.stream eq 1"), "`tcp.stream eq 1`");
-        assert_eq!(code("a`b"), "`` a`b ``");
-        assert_eq!(code("x|y"), "`x|y`");
-        assert_eq!(cell_code("a || b"), "`a \\|\\| b`");
-    }
-}
-
 /// The stall ledger's account of the capture, when its flows were computed
 /// and any of them stalled: time lost by cause (the latency budget), then
 /// the connections that lost the most, with the ledger's one-sentence
@@ -442,3 +422,23 @@ fn time_lost(out: &mut String, c: &CaptureReport) {
 
 /// Stalled connections listed in the Markdown report's time-lost section.
 const MAX_STALLED_FLOWS: usize = 10;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(esc("a|b*c_d\ne"), "a\\|b\\*c\\_d e");
+        assert_eq!(
+            prose("run `ip link | grep mtu` now_", false),
+            "run `ip link | grep mtu` now\\_"
+        );
+        assert_eq!(prose("run `a|b`", true), "run `a\\|b`");
+        assert_eq!(prose("odd ` tick", false), "odd \\` tick");
+        assert_eq!(code("tcp.stream eq 1"), "`tcp.stream eq 1`");
+        assert_eq!(code("a`b"), "`` a`b ``");
+        assert_eq!(code("x|y"), "`x|y`");
+        assert_eq!(cell_code("a || b"), "`a \\|\\| b`");
+    }
+}
