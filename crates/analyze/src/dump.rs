@@ -2,6 +2,7 @@
 //! parity tests compare against tshark (`tcp.stream`, `tcp.analysis.*`).
 
 use crate::pipeline::{observe_path, PacketObserver};
+use pcapsleuth_core::{FrameNo, StreamId};
 use pcapsleuth_detect::PacketContext;
 use pcapsleuth_flow::{FlowEvent, PacketFlowInfo};
 use pcapsleuth_ingest::IngestError;
@@ -10,7 +11,7 @@ use std::path::Path;
 /// Adapts a closure to [`PacketObserver`].
 struct Each<F>(F);
 
-impl<F: FnMut(u64, PacketFlowInfo, &[FlowEvent])> PacketObserver for Each<F> {
+impl<F: FnMut(FrameNo, PacketFlowInfo, &[FlowEvent])> PacketObserver for Each<F> {
     fn packet(&mut self, pkt: &PacketContext<'_>, events: &[FlowEvent]) {
         (self.0)(pkt.meta.frame, pkt.flow, events);
     }
@@ -24,7 +25,7 @@ impl<F: FnMut(u64, PacketFlowInfo, &[FlowEvent])> PacketObserver for Each<F> {
 /// When the file cannot be opened or a frame cannot be read.
 fn each_packet(
     path: &Path,
-    visit: impl FnMut(u64, PacketFlowInfo, &[FlowEvent]),
+    visit: impl FnMut(FrameNo, PacketFlowInfo, &[FlowEvent]),
 ) -> Result<(), IngestError> {
     match observe_path(path, Vec::new(), &mut Each(visit))? {
         (_, Some(e)) => Err(e),
@@ -37,7 +38,7 @@ fn each_packet(
 ///
 /// # Errors
 /// When the file cannot be opened or a frame cannot be read.
-pub fn dump_streams(path: &Path) -> Result<Vec<(u64, Option<u64>)>, IngestError> {
+pub fn dump_streams(path: &Path) -> Result<Vec<(FrameNo, Option<StreamId>)>, IngestError> {
     let mut out = Vec::new();
     each_stream(path, |frame, stream| out.push((frame, stream)))?;
     Ok(out)
@@ -52,7 +53,7 @@ pub fn dump_streams(path: &Path) -> Result<Vec<(u64, Option<u64>)>, IngestError>
 /// then seen every frame before it).
 pub fn each_stream(
     path: &Path,
-    mut visit: impl FnMut(u64, Option<u64>),
+    mut visit: impl FnMut(FrameNo, Option<StreamId>),
 ) -> Result<(), IngestError> {
     each_packet(path, |frame, info, _| visit(frame, info.stream))
 }

@@ -3,6 +3,7 @@
 //! per-stream entries and roll-ups are attached to the flow rows.
 
 use crate::pipeline::PacketObserver;
+use pcapsleuth_core::StreamId;
 use pcapsleuth_detect::PacketContext;
 use pcapsleuth_flow::FlowEvent;
 use pcapsleuth_ledger::{LedgerReport, StallLedger};
@@ -44,13 +45,13 @@ impl PacketObserver for LedgerObserver {
 
 /// Attach each stream's ledger (stalls, per-cause time, summary) to its flow row.
 pub(crate) fn attach(flows: &mut [FlowReport], ledger: LedgerReport) {
-    let mut by_stream: HashMap<u64, _> = ledger
+    let mut by_stream: HashMap<StreamId, _> = ledger
         .streams
         .into_iter()
         .map(|s| (s.tcp_stream, s))
         .collect();
     for f in flows {
-        if let Some(s) = by_stream.remove(&f.tcp_stream) {
+        if let Some(s) = by_stream.remove(&StreamId(f.tcp_stream)) {
             f.stalls = s.stalls;
             f.stalls_dropped = s.stalls_dropped;
             f.time_lost_by_cause = s.time_lost_by_cause;
@@ -75,7 +76,7 @@ fn longest_stall_from_ledger(f: &mut FlowReport) {
     match longest {
         Some(e) => {
             f.longest_stall_ms = e.duration_ms;
-            f.longest_stall_frames = Some([e.start_frame, e.end_frame]);
+            f.longest_stall_frames = Some([e.start_frame.get(), e.end_frame.get()]);
         }
         None => {
             f.longest_stall_ms = 0.0;

@@ -98,7 +98,7 @@ fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureRep
     // Wireshark numbers some non-packet pcapng blocks (custom, journal) as
     // frames; the reader counts them, so the total is right even when the
     // file ends with one.
-    report.packets = reader.frame_count();
+    report.packets = reader.frame_count().get();
     report.interfaces = reader.interfaces().iter().map(interface_report).collect();
     report.warnings = reader.warnings().iter().map(WarningReport::from).collect();
     if report.error.is_none() {
@@ -158,7 +158,7 @@ pub(crate) fn unacked_capped_streams(flows: &[pcapsleuth_flow::FlowSummary]) -> 
     flows
         .iter()
         .filter(|f| f.unacked_capped)
-        .map(|f| f.tcp_stream)
+        .map(|f| f.tcp_stream.get())
         .collect()
 }
 
@@ -176,14 +176,17 @@ pub(crate) fn fill_report(
         report.first_ts_ns = span.first.0;
         report.last_ts_ns = span.last.0;
     }
-    report.packets = out.last_frame;
+    report.packets = out.last_frame.get();
     report.findings = out.findings;
     report.tcp_streams = out.tcp_streams;
     report.capture_quality = Some(quality::capture_report(&out.quality));
     if opts.with_flows {
         report.flows = out.flows.iter().map(FlowReport::from).collect();
         for f in &mut report.flows {
-            f.capture_quality = out.quality.flow(f.tcp_stream).map(quality::flow_report);
+            f.capture_quality = out
+                .quality
+                .flow(pcapsleuth_core::StreamId(f.tcp_stream))
+                .map(quality::flow_report);
         }
         if let Some(l) = ledger {
             ledger::attach(&mut report.flows, l);
@@ -202,7 +205,7 @@ pub(crate) fn format_name(f: pcapsleuth_ingest::CaptureFormat) -> String {
 /// The report entry of one interface.
 pub(crate) fn interface_report(i: &pcapsleuth_ingest::InterfaceInfo) -> InterfaceReport {
     InterfaceReport {
-        id: i.id,
+        id: i.id.get(),
         name: i.name.clone(),
         linktype: i.linktype.name(),
     }

@@ -146,9 +146,9 @@ impl MergeReader {
                     path: p.clone(),
                     reader,
                     head: Head {
-                        number: 0,
+                        number: FrameNo(0),
                         ts: Timestamp(0),
-                        interface: 0,
+                        interface: InterfaceId(0),
                         linktype: LinkType(0),
                         orig_len: 0,
                         data: Vec::new(),
@@ -157,11 +157,11 @@ impl MergeReader {
                     error,
                     no_descriptor,
                     iface_map: Vec::new(),
-                    last_number: 0,
+                    last_number: FrameNo(0),
                 }
             })
             .collect();
-        let mut next_iface: InterfaceId = 0;
+        let mut next_iface = InterfaceId(0);
         for s in &mut sources {
             s.fill();
             // Interfaces described before the first packet (all of them for
@@ -169,13 +169,13 @@ impl MergeReader {
             let n = s.reader.as_ref().map_or(0, |r| r.interfaces().len());
             for _ in 0..n {
                 s.iface_map.push(Some(next_iface));
-                next_iface = next_iface.saturating_add(1);
+                next_iface = InterfaceId(next_iface.0.saturating_add(1));
             }
         }
         MergeReader {
             sources,
             next_iface,
-            number: 0,
+            number: FrameNo(0),
             refill: None,
             last_source: None,
             runs: Vec::new(),
@@ -189,7 +189,7 @@ impl MergeReader {
         let Some(s) = self.sources.get_mut(i) else {
             return local;
         };
-        let idx = local as usize;
+        let idx = local.index();
         if s.iface_map.len() <= idx {
             s.iface_map.resize(idx + 1, None);
         }
@@ -197,7 +197,7 @@ impl MergeReader {
             Some(Some(id)) => *id,
             Some(slot) => {
                 let id = *next;
-                *next = next.saturating_add(1);
+                *next = InterfaceId(next.0.saturating_add(1));
                 *slot = Some(id);
                 id
             }
@@ -228,16 +228,16 @@ impl MergeReader {
         let (i, _) = best?;
         let (number, last, local) = {
             let s = self.sources.get(i)?;
-            (s.head.number, s.last_number, s.head.interface)
+            (s.head.number.0, s.last_number.0, s.head.interface)
         };
         // Records numbered by Wireshark but not returned by the reader
         // (non-packet blocks) sit right before this packet.
         let gap = number.saturating_sub(last).max(1);
-        self.number = self.number.saturating_add(gap);
+        self.number = FrameNo(self.number.0.saturating_add(gap));
         if self.last_source != Some(i) {
             self.runs.push(Run {
-                merged_start: self.number.saturating_sub(gap - 1),
-                src_start: number.saturating_sub(gap - 1),
+                merged_start: FrameNo(self.number.0.saturating_sub(gap - 1)),
+                src_start: FrameNo(number.saturating_sub(gap - 1)),
                 file: i,
             });
             self.last_source = Some(i);
@@ -246,7 +246,7 @@ impl MergeReader {
         self.refill = Some(i);
         let merged = self.number;
         let s = self.sources.get_mut(i)?;
-        s.last_number = number;
+        s.last_number = FrameNo(number);
         let h = &s.head;
         Some(MergedFrame {
             frame: Frame {
@@ -258,7 +258,7 @@ impl MergeReader {
                 data: &h.data,
             },
             source: i,
-            source_frame: number,
+            source_frame: FrameNo(number),
         })
     }
 
@@ -274,7 +274,10 @@ impl MergeReader {
             .partition_point(|r| r.merged_start <= merged)
             .checked_sub(1)?;
         let r = self.runs.get(k)?;
-        Some((r.file, r.src_start + (merged - r.merged_start)))
+        Some((
+            r.file,
+            FrameNo(r.src_start.0 + (merged.0 - r.merged_start.0)),
+        ))
     }
 
     /// When some files could not be opened because the process or system ran
@@ -344,7 +347,7 @@ impl MergeReader {
             out.push(SourceReport {
                 path: s.path.display().to_string(),
                 format: s.reader.as_ref().map(|r| format_name(r.format())),
-                packets: s.reader.as_ref().map_or(0, CaptureReader::frame_count),
+                packets: s.reader.as_ref().map_or(0, |r| r.frame_count().get()),
                 interfaces,
                 warnings: s
                     .reader
@@ -403,12 +406,12 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
         f.source_frames = f
             .frames
             .iter()
-            .filter_map(|&n| merge.locate(n))
+            .filter_map(|&n| merge.locate(FrameNo(n)))
             .filter_map(|(file, frame)| {
                 let path = paths.get(file)?;
                 Some(SourceFrame {
                     file: path.display().to_string(),
-                    frame,
+                    frame: frame.get(),
                 })
             })
             .collect();
@@ -501,18 +504,22 @@ mod tests {
         while let Some(f) = m.next_frame() {
             let tag = f.frame.data.first().copied().unwrap_or(0);
             out.push((
-                f.frame.number,
+                f.frame.number.get(),
                 tag,
                 f.source,
-                f.source_frame,
-                f.frame.interface,
+                f.source_frame.get(),
+                f.frame.interface.get(),
             ));
         }
         for &(n, _, src, sf, _) in &out {
-            assert_eq!(m.locate(n), Some((src, sf)), "locate({n})");
+            assert_eq!(
+                m.locate(FrameNo(n)),
+                Some((src, FrameNo(sf))),
+                "locate({n})"
+            );
         }
-        assert_eq!(m.locate(0), None);
-        assert_eq!(m.locate(out.len() as u64 + 1), None);
+        assert_eq!(m.locate(FrameNo(0)), None);
+        assert_eq!(m.locate(FrameNo(out.len() as u64 + 1)), None);
         out
     }
 

@@ -99,7 +99,7 @@ impl Pipeline {
             streams: HashMap::new(),
             events: Vec::with_capacity(16),
             span: None,
-            last_frame: 0,
+            last_frame: FrameNo(0),
             seen: Vec::new(),
             quality: QualityTracker::new(),
             ledger,
@@ -161,7 +161,7 @@ impl Pipeline {
                 })
             }
         }
-        let idx = frame.interface as usize;
+        let idx = frame.interface.index();
         if self.seen.len() <= idx {
             // Interface ids come from the file; a hostile one must not make
             // us allocate gigabytes: ids past 65535 are not tracked.
@@ -195,7 +195,7 @@ impl Pipeline {
         let mut out: Vec<InterfaceContext> = described
             .iter()
             .map(|i| {
-                let seen = self.seen.get(i.id as usize).copied().flatten();
+                let seen = self.seen.get(i.id.index()).copied().flatten();
                 InterfaceContext {
                     id: i.id,
                     name: i.name.clone(),

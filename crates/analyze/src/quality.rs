@@ -28,7 +28,7 @@
 //! - **interface drop counters** from pcapng Interface Statistics Blocks
 //!   ([`pcapsleuth_ingest::InterfaceStats`]).
 
-use pcapsleuth_core::{Direction, FrameNo, InterfaceId, Timestamp};
+use pcapsleuth_core::{Direction, FrameNo, InterfaceId, StreamId, Timestamp};
 use pcapsleuth_decode::{Decoded, StopReason, Transport};
 use pcapsleuth_detect::quality::{
     CaptureQuality, FlowQuality, InterfaceQuality, QualityReason, QualityVerdict,
@@ -250,7 +250,7 @@ impl QualityTracker {
             }
         }
         self.prev = Some((interface, ts));
-        let idx = interface as usize;
+        let idx = interface.index();
         if idx >= MAX_INTERFACES {
             return;
         }
@@ -269,8 +269,8 @@ impl QualityTracker {
         }
     }
 
-    fn flow_mut(&mut self, stream: u64) -> Option<&mut FlowState> {
-        let idx = usize::try_from(stream).ok()?;
+    fn flow_mut(&mut self, stream: StreamId) -> Option<&mut FlowState> {
+        let idx = usize::try_from(stream.get()).ok()?;
         if self.flows.len() <= idx {
             // Stream ids are dense (assigned in order by the flow table).
             self.flows.resize_with(idx + 1, FlowState::default);
@@ -328,7 +328,9 @@ impl QualityTracker {
                 if lost > 0 {
                     f.quality.capture_lost_bytes += lost;
                     f.quality.capture_loss_acks += 1;
-                    f.quality.first_capture_loss_frame.get_or_insert(s.frame);
+                    f.quality
+                        .first_capture_loss_frame
+                        .get_or_insert(s.frame.get());
                 }
             }
         }
@@ -340,7 +342,7 @@ impl QualityTracker {
         let mut q = std::mem::take(&mut self.q);
         q.tcp_flows = self.flows.len() as u64;
         for (i, f) in self.flows.iter_mut().enumerate() {
-            f.quality.stream = i as u64;
+            f.quality.stream = StreamId(i as u64);
             let [c, s] = &f.dirs;
             f.quality.one_sided = match (c.packets, s.packets) {
                 (n, 0) if n > 0 && acknowledges_peer(c) => Some(Direction::ClientToServer),
@@ -370,7 +372,7 @@ impl QualityTracker {
         let mut out: Vec<InterfaceQuality> = interfaces
             .iter()
             .map(|i| {
-                let seen = self.ifaces.get(i.id as usize).copied().unwrap_or_default();
+                let seen = self.ifaces.get(i.id.index()).copied().unwrap_or_default();
                 let stats = i.stats.unwrap_or_default();
                 InterfaceQuality {
                     id: i.id,
@@ -550,7 +552,7 @@ fn reason_report(r: &QualityReason) -> QualityReasonReport {
             captured,
         } => QualityReasonReport::InterfaceDrops {
             verdict,
-            interface,
+            interface: interface.get(),
             dropped,
             captured,
         },
@@ -582,7 +584,7 @@ fn reason_report(r: &QualityReason) -> QualityReasonReport {
             max_back_ns,
         } => QualityReasonReport::TimestampsBackwards {
             verdict,
-            interface,
+            interface: interface.get(),
             frames,
             max_back_ns,
         },
@@ -617,7 +619,7 @@ pub fn capture_report(q: &CaptureQuality) -> CaptureQualityReport {
             .interfaces
             .iter()
             .map(|i| InterfaceQualityReport {
-                id: i.id,
+                id: i.id.get(),
                 frames: i.frames,
                 if_drop: i.if_drop,
                 os_drop: i.os_drop,

@@ -78,12 +78,12 @@ fn our_order(inputs: &[PathBuf]) -> Vec<Row> {
     while let Some(f) = m.next_frame() {
         let fr = f.frame;
         out.push((
-            fr.number,
-            fr.interface,
+            fr.number.get(),
+            fr.interface.get(),
             fr.ts.0,
             fr.orig_len,
             f.source,
-            f.source_frame,
+            f.source_frame.get(),
             fr.data.first().copied().unwrap_or(0),
         ));
     }
@@ -198,7 +198,7 @@ fn frame_times(path: &Path) -> BTreeMap<u64, i64> {
     let mut r = CaptureReader::open(path).expect("open");
     let mut m = BTreeMap::new();
     while let Some(f) = r.next_frame().expect("read") {
-        m.insert(f.number, f.ts.0);
+        m.insert(f.number.get(), f.ts.0);
     }
     m
 }

@@ -16,6 +16,7 @@ use pcapsleuth_testkit::{fixtures_dir, in_ci, shared_dir};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use pcapsleuth_core::InterfaceId;
 use QualityVerdict::{NotTrustworthy, Trustworthy, UseWithCare};
 
 #[test]
@@ -24,7 +25,7 @@ fn verdict_rules_table() {
         // Drops: 1 % of the packets offered is the line.
         (
             QualityReason::InterfaceDrops {
-                interface: 0,
+                interface: InterfaceId(0),
                 dropped: 1,
                 captured: 1000,
             },
@@ -32,7 +33,7 @@ fn verdict_rules_table() {
         ),
         (
             QualityReason::InterfaceDrops {
-                interface: 0,
+                interface: InterfaceId(0),
                 dropped: 10,
                 captured: 990,
             },
@@ -40,7 +41,7 @@ fn verdict_rules_table() {
         ),
         (
             QualityReason::InterfaceDrops {
-                interface: 0,
+                interface: InterfaceId(0),
                 dropped: 9,
                 captured: 991,
             },
@@ -48,7 +49,7 @@ fn verdict_rules_table() {
         ),
         (
             QualityReason::InterfaceDrops {
-                interface: 3,
+                interface: InterfaceId(3),
                 dropped: 43,
                 captured: 0,
             },
@@ -119,7 +120,7 @@ fn verdict_rules_table() {
         ),
         (
             QualityReason::TimestampsBackwards {
-                interface: 0,
+                interface: InterfaceId(0),
                 frames: 9,
                 max_back_ns: i64::MAX,
             },

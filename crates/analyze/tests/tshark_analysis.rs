@@ -24,6 +24,7 @@
 //! difference.
 
 use pcapsleuth_analyze::{dump_analysis, AnalysisRow};
+use pcapsleuth_core::{FrameNo, StreamId};
 use pcapsleuth_decode::{Decoder, Transport};
 use pcapsleuth_flow::analysis::{SegmentInput, StreamAnalyzer};
 use pcapsleuth_flow::SegmentAnalysis;
@@ -155,12 +156,12 @@ fn direct_rows(
     let mut last_stream: HashMap<pcapsleuth_core::FlowKey, u64> = HashMap::new();
     let mut out = Vec::new();
     while let Some(frame) = reader.next_frame().map_err(|e| e.to_string())? {
-        if limit.is_some_and(|l| frame.number > l) {
+        if limit.is_some_and(|l| frame.number > FrameNo(l)) {
             break;
         }
         // Decode every frame: IP reassembly needs the earlier fragments.
         let decoded = decoder.decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
-        let Some((_, Some(stream))) = streams.get(&frame.number) else {
+        let Some((_, Some(stream))) = streams.get(&frame.number.get()) else {
             continue;
         };
         let (Transport::Tcp(seg), Some(ip)) = (decoded.transport, decoded.ip) else {
@@ -218,7 +219,7 @@ fn direct_rows(
         }
         out.push(AnalysisRow {
             frame: frame.number,
-            stream: *stream,
+            stream: StreamId(*stream),
             wireshark: v.wireshark,
             analysis: v.analysis,
             duplicate_of: None,
@@ -269,11 +270,11 @@ fn check_one(shared: &Path, rel: &str, direct: bool) -> Outcome {
     // OR over the segments of a frame; corrected-vs-Wireshark differences per segment.
     let mut ours: HashMap<u64, [u32; NFIELDS]> = HashMap::new();
     for r in &rows {
-        if limit.is_some_and(|l| r.frame > l) {
+        if limit.is_some_and(|l| r.frame > FrameNo(l)) {
             continue;
         }
         let v = flag_values(&r.wireshark);
-        let e = ours.entry(r.frame).or_insert([0; NFIELDS]);
+        let e = ours.entry(r.frame.get()).or_insert([0; NFIELDS]);
         for i in 0..NFIELDS {
             e[i] = e[i].max(v[i]);
         }

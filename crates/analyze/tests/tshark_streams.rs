@@ -270,9 +270,13 @@ fn compare(shared: &Path, path: &Path) -> Compared {
         .into_iter()
         .map(|r| {
             (
-                r.frame,
-                r.tcp,
-                r.outer_udp.into_iter().chain(r.udp).collect(),
+                r.frame.get(),
+                r.tcp.map(u64::from),
+                r.outer_udp
+                    .into_iter()
+                    .chain(r.udp)
+                    .map(u64::from)
+                    .collect(),
             )
         })
         .collect();

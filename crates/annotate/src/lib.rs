@@ -261,9 +261,9 @@ pub fn annotate(
                 data.clear();
                 data.extend_from_slice(frame.data);
                 (
-                    frame.number,
+                    frame.number.get(),
                     frame.ts.0,
-                    frame.interface as usize,
+                    frame.interface.index(),
                     frame.orig_len,
                     frame.linktype.0,
                 )
@@ -305,7 +305,7 @@ pub fn annotate(
     let total = reader.interfaces().len();
     idbs_written = write_idbs(&mut w, &reader, idbs_written, total, None).map_err(werr)?;
     // Non-packet frames after the last packet.
-    while expected <= reader.frame_count() {
+    while expected <= reader.frame_count().get() {
         w.placeholder().map_err(werr)?;
         stats.placeholders += 1;
         expected += 1;

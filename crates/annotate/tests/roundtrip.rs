@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 fn finding(detector: &str, summary: &str, frames: Vec<u64>) -> Finding {
     Finding::builder(detector, Severity::Warning)
         .summary(summary)
-        .tcp_stream(0)
+        .tcp_stream(0u64)
         .frames(frames)
         .build()
 }

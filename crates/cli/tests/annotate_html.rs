@@ -59,7 +59,7 @@ fn frames(p: &Path) -> Vec<(u64, i64, u32, Vec<u8>)> {
     let mut r = CaptureReader::open(p).expect("capture opens");
     let mut v = Vec::new();
     while let Some(f) = r.next_frame().expect("frame reads") {
-        v.push((f.number, f.ts.0, f.orig_len, f.data.to_vec()));
+        v.push((f.number.get(), f.ts.0, f.orig_len, f.data.to_vec()));
     }
     v
 }

@@ -105,18 +105,18 @@ pub struct StreamRef {
 }
 
 impl StreamRef {
-    /// A `tcp.stream`.
-    pub const fn tcp(id: u64) -> StreamRef {
+    /// A `tcp.stream` (a [`StreamId`](crate::StreamId) or its raw `u64`).
+    pub fn tcp(id: impl Into<u64>) -> StreamRef {
         StreamRef {
             protocol: Protocol::Tcp,
-            id,
+            id: id.into(),
         }
     }
-    /// A `udp.stream`.
-    pub const fn udp(id: u64) -> StreamRef {
+    /// A `udp.stream` (a [`StreamId`](crate::StreamId) or its raw `u64`).
+    pub fn udp(id: impl Into<u64>) -> StreamRef {
         StreamRef {
             protocol: Protocol::Udp,
-            id,
+            id: id.into(),
         }
     }
 }
@@ -286,11 +286,11 @@ impl FindingBuilder {
         self
     }
     /// The finding's `tcp.stream` (its first conversation).
-    pub fn tcp_stream(self, id: u64) -> Self {
+    pub fn tcp_stream(self, id: impl Into<u64>) -> Self {
         self.stream(StreamRef::tcp(id))
     }
     /// The finding's `udp.stream` (its first conversation).
-    pub fn udp_stream(self, id: u64) -> Self {
+    pub fn udp_stream(self, id: impl Into<u64>) -> Self {
         self.stream(StreamRef::udp(id))
     }
     /// Add one conversation the finding spans. The first one added is the
@@ -307,9 +307,10 @@ impl FindingBuilder {
         self.hosts = hosts;
         self
     }
-    /// Frames proving the finding (any order, duplicates allowed).
-    pub fn frames(mut self, frames: Vec<u64>) -> Self {
-        self.frames = frames;
+    /// Frames proving the finding (any order, duplicates allowed): raw
+    /// `u64` frame numbers or [`FrameNo`](crate::FrameNo)s.
+    pub fn frames<F: Into<u64>>(mut self, frames: impl IntoIterator<Item = F>) -> Self {
+        self.frames = frames.into_iter().map(Into::into).collect();
         self
     }
     /// Timestamps (ns since the Unix epoch) of the earliest and latest cited events.
@@ -449,8 +450,8 @@ mod tests {
         assert_eq!(frame_filter(&[3]), "frame.number == 3");
         assert_eq!(frame_filter(&[1, 5, 9]), "frame.number in {1,5,9}");
         let f = Finding::builder("x", Severity::Info)
-            .tcp_stream(4)
-            .frames(vec![9, 1, 9])
+            .tcp_stream(4u64)
+            .frames(vec![9u64, 1, 9])
             .build();
         assert_eq!(f.frames, vec![1, 9]);
         assert_eq!(f.stream_filter.as_deref(), Some("tcp.stream eq 4"));
@@ -463,10 +464,10 @@ mod tests {
     #[test]
     fn several_streams() {
         let f = Finding::builder("x", Severity::Warning)
-            .udp_stream(2)
-            .stream(StreamRef::tcp(7))
-            .stream(StreamRef::udp(1))
-            .stream(StreamRef::udp(2))
+            .udp_stream(2u64)
+            .stream(StreamRef::tcp(7u64))
+            .stream(StreamRef::udp(1u64))
+            .stream(StreamRef::udp(2u64))
             .build();
         assert_eq!(f.tcp_stream, None);
         assert_eq!(f.udp_stream, Some(2));

@@ -240,15 +240,20 @@ mod tests {
         f.on_segment(&seg(1, 0, 1, 100));
         // frame 2 is written before the trigger but has a later timestamp
         f.on_segment(&seg(2, 207, 101, 1348));
-        let w = f.watch(0, Direction::ClientToServer, 101, Timestamp(5_000_000));
-        assert_eq!(f.result(w).map(|r| r.frame), Some(2));
+        let w = f.watch(
+            StreamId(0),
+            Direction::ClientToServer,
+            101,
+            Timestamp(5_000_000),
+        );
+        assert_eq!(f.result(w).map(|r| r.frame), Some(FrameNo(2)));
         // an even earlier-timestamped carrier later in the file wins
         f.on_segment(&seg(3, 100, 50, 100));
-        assert_eq!(f.result(w).map(|r| r.frame), Some(3));
+        assert_eq!(f.result(w).map(|r| r.frame), Some(FrameNo(3)));
         // other direction and non-covering segments are ignored
-        let w2 = f.watch(0, Direction::ServerToClient, 101, Timestamp(0));
+        let w2 = f.watch(StreamId(0), Direction::ServerToClient, 101, Timestamp(0));
         assert_eq!(f.result(w2), None);
-        let w3 = f.watch(0, Direction::ClientToServer, 5000, Timestamp(0));
+        let w3 = f.watch(StreamId(0), Direction::ClientToServer, 5000, Timestamp(0));
         f.on_segment(&seg(4, 300, 6000, 10));
         assert_eq!(f.result(w3), None);
     }
@@ -269,7 +274,14 @@ mod flood_tests {
         let n = 3 * MAX_OPEN_WATCHES;
         let started = std::time::Instant::now();
         let ids: Vec<WatchId> = (0..n)
-            .map(|i| f.watch(0, Direction::ClientToServer, 1, Timestamp(i as i64 + 1)))
+            .map(|i| {
+                f.watch(
+                    StreamId(0),
+                    Direction::ClientToServer,
+                    1,
+                    Timestamp(i as i64 + 1),
+                )
+            })
             .collect();
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
         assert_eq!(f.open_count, MAX_OPEN_WATCHES);
@@ -277,7 +289,7 @@ mod flood_tests {
         assert_eq!(open, MAX_OPEN_WATCHES);
         // The newest watches are the open ones, and still resolve.
         f.on_segment(&segment(C2S, 2, Timestamp(1_000_000_000), 7, 1, 1448));
-        assert_eq!(f.result(ids[n - 1]).map(|r| r.frame), Some(2));
+        assert_eq!(f.result(ids[n - 1]).map(|r| r.frame), Some(FrameNo(2)));
         assert_eq!(f.result(ids[0]), None);
     }
 }

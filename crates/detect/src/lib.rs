@@ -205,7 +205,7 @@ mod tests {
                 latest: Timestamp(latest_ms * MS),
             }),
             interfaces: vec![InterfaceContext {
-                id: 0,
+                id: InterfaceId(0),
                 name: None,
                 linktype: 1,
                 first_ts: Some(Timestamp(0)),
@@ -233,10 +233,16 @@ mod tests {
         assert_eq!(c.open_at_end(None, Timestamp(1_000 * MS), 2_000 * MS), None);
         // The interface stopped early: its own end counts.
         let c = ctx(Some(4_100), 60_000);
-        assert_eq!(c.capture_end(Some(0)), Some(Timestamp(4_100 * MS)));
-        assert_eq!(c.capture_end(Some(7)), Some(Timestamp(60_000 * MS)));
+        assert_eq!(
+            c.capture_end(Some(InterfaceId(0))),
+            Some(Timestamp(4_100 * MS))
+        );
+        assert_eq!(
+            c.capture_end(Some(InterfaceId(7))),
+            Some(Timestamp(60_000 * MS))
+        );
         assert!(c
-            .open_at_end(Some(0), Timestamp(4_000 * MS), 2_000 * MS)
+            .open_at_end(Some(InterfaceId(0)), Timestamp(4_000 * MS), 2_000 * MS)
             .is_some());
         assert!(c
             .open_at_end(None, Timestamp(4_000 * MS), 2_000 * MS)

@@ -10,14 +10,14 @@
 //! use pcapsleuth_detect::synth::{at, segment, C2S};
 //! use pcapsleuth_flow::SegmentEvent;
 //! let s = SegmentEvent { ip_id: Some(7), ..segment(C2S, 3, at(1.5), 1000, 1, 100) };
-//! assert_eq!((s.frame, s.snd_nxt, s.ip_len), (3, 101, 152));
+//! assert_eq!((s.frame.get(), s.snd_nxt, s.ip_len), (3, 101, 152));
 //! ```
 //!
 //! These helpers panic (they are test code): [`Script::last_mut`] when the last
 //! event is not a segment, [`evidence`] when a key is missing.
 
 use crate::{Detector, Finding, FinishContext, PacketContext};
-use pcapsleuth_core::{Direction, Endpoint, FrameNo, SeqNum, Timestamp};
+use pcapsleuth_core::{Direction, Endpoint, FrameNo, InterfaceId, SeqNum, StreamId, Timestamp};
 use pcapsleuth_decode::{
     Decoded, IcmpKind, IpHeader, IpVersion, TcpFlags, TcpOptions, TcpSegment, Transport,
 };
@@ -67,7 +67,7 @@ pub fn v4_pair(client_port: u16, server_port: u16) -> (Endpoint, Endpoint) {
 /// A [`FinishContext`] naming `client` and `server` as stream 0's endpoints.
 pub fn finish_context(client: Endpoint, server: Endpoint) -> FinishContext {
     let mut ctx = FinishContext::default();
-    ctx.streams.insert(0, (client, server));
+    ctx.streams.insert(StreamId(0), (client, server));
     ctx
 }
 
@@ -75,10 +75,10 @@ pub fn finish_context(client: Endpoint, server: Endpoint) -> FinishContext {
 /// the matching [`finish_context`].
 pub fn start_flow(d: &mut dyn Detector, client: Endpoint, server: Endpoint) -> FinishContext {
     d.on_flow_event(&FlowEvent::FlowStarted(FlowStarted {
-        stream: 0,
+        stream: StreamId(0),
         client,
         server,
-        frame: 1,
+        frame: FrameNo(1),
         ts: at(0.0),
     }));
     finish_context(client, server)
@@ -91,18 +91,18 @@ pub fn start_flow(d: &mut dyn Detector, client: Endpoint, server: Endpoint) -> F
 /// `SegmentEvent { field, ..segment(..) }`.
 pub fn segment(
     dir: Direction,
-    frame: FrameNo,
+    frame: u64,
     ts: Timestamp,
     isn: u32,
     rel_seq: i64,
     len: u32,
 ) -> SegmentEvent {
     SegmentEvent {
-        stream: 0,
+        stream: StreamId(0),
         dir,
-        frame,
+        frame: FrameNo(frame),
         ts,
-        interface: 0,
+        interface: InterfaceId(0),
         flags: TcpFlags(TcpFlags::ACK),
         seq: SeqNum(isn).add(rel_seq as u32),
         ack: SeqNum(1),
@@ -145,16 +145,16 @@ pub fn segment(
 /// stream 0 at relative sequence `rel_seq`; next-hop MTU 1400 bytes, no quoted
 /// absolute sequence, no matched segment, interface 0.
 pub fn frag_needed(
-    frame: FrameNo,
+    frame: u64,
     ts: Timestamp,
     icmp_src: IpAddr,
     (client, server): (Endpoint, Endpoint),
     rel_seq: i64,
 ) -> IcmpErrorEvent {
     IcmpErrorEvent {
-        frame,
+        frame: FrameNo(frame),
         ts,
-        interface: 0,
+        interface: InterfaceId(0),
         kind: IcmpKind::FragNeeded,
         icmp_type: 3,
         code: 4,
@@ -168,7 +168,7 @@ pub fn frag_needed(
         quoted_ip_id: None,
         quoted_ip_len: 1500,
         quoted_seq: None,
-        stream: Some(0),
+        stream: Some(StreamId(0)),
         udp_stream: None,
         quoted_dir: Some(C2S),
         quoted_rel_seq: Some(rel_seq),
@@ -188,7 +188,7 @@ pub fn evidence<'a>(f: &'a Finding, k: &str) -> &'a Value {
 #[derive(Debug, Default)]
 pub struct Script {
     /// Frame number of the last event pushed (0 before the first).
-    pub frame: FrameNo,
+    pub frame: u64,
     /// Events in capture order.
     pub events: Vec<FlowEvent>,
     /// IPv6 endpoints ([`CLIENT_V6`], [`SERVER_V6`]) and 72-byte headers instead of IPv4.
@@ -216,7 +216,7 @@ impl Script {
         len: u32,
         rel_ack: i64,
         window: u64,
-    ) -> FrameNo {
+    ) -> u64 {
         self.frame += 1;
         let ev = SegmentEvent {
             ack: SeqNum(5000u32.wrapping_add(rel_ack as u32)),
@@ -328,11 +328,11 @@ impl Script {
             meta: PacketMeta {
                 frame: s.frame,
                 ts: s.ts,
-                interface: 0,
+                interface: InterfaceId(0),
             },
             decoded: &decoded,
             flow: PacketFlowInfo {
-                stream: Some(0),
+                stream: Some(StreamId(0)),
                 dir: Some(s.dir),
                 ..PacketFlowInfo::default()
             },

@@ -280,9 +280,9 @@ mod tests {
             seq_len: len,
             payload_len: len,
             ip_len: len + 40,
-            first_frame: frame,
+            first_frame: FrameNo(frame),
             first_ts: Timestamp(ts),
-            last_frame: frame,
+            last_frame: FrameNo(frame),
             last_ts: Timestamp(ts),
             tx_count: 1,
         }
@@ -316,8 +316,8 @@ mod tests {
         assert!(s.on_transmit(tx(1, 100, 4, 30), 2));
         assert_eq!(s.on_acked(101, Timestamp(40)), None);
         assert_eq!(s.on_acked(201, Timestamp(50)), Some(40));
-        assert_eq!(s.find_tx(150).map(|t| t.last_frame), Some(2));
-        assert_eq!(s.find_tx(50).map(|t| t.last_frame), Some(4));
+        assert_eq!(s.find_tx(150).map(|t| t.last_frame.get()), Some(2));
+        assert_eq!(s.find_tx(50).map(|t| t.last_frame.get()), Some(4));
         assert_eq!(s.find_tx(400), None);
         assert_eq!(s.on_acked(150, Timestamp(60)), None, "old ack ignored");
     }

@@ -199,7 +199,7 @@ impl FingerprintSighting {
             frame: e.frame,
             ts: e.ts,
             interface: e.interface,
-            stream: StreamRef::tcp(e.stream),
+            stream: StreamRef::tcp(e.stream.get()),
             dir: e.dir,
         }
     }
@@ -210,7 +210,7 @@ impl FingerprintSighting {
             frame: e.frame,
             ts: e.ts,
             interface: e.interface,
-            stream: StreamRef::udp(e.stream),
+            stream: StreamRef::udp(e.stream.get()),
             dir: e.dir,
         }
     }
@@ -404,11 +404,11 @@ mod tests {
         }
     }
 
-    fn at(frame: FrameNo, ms: i64, iface: InterfaceId, stream: u64) -> FingerprintSighting {
+    fn at(frame: u64, ms: i64, iface: u32, stream: u64) -> FingerprintSighting {
         FingerprintSighting {
-            frame,
+            frame: FrameNo(frame),
             ts: Timestamp(ms * 1_000_000),
-            interface: iface,
+            interface: InterfaceId(iface),
             stream: StreamRef::udp(stream),
             dir: Direction::ClientToServer,
         }

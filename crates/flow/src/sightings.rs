@@ -398,9 +398,9 @@ mod tests {
         }
     }
 
-    fn place(interface: InterfaceId) -> SightKey {
+    fn place(interface: u32) -> SightKey {
         SightKey {
-            interface,
+            interface: InterfaceId(interface),
             vlans: [0; 2],
             vlan_count: 0,
             sll_ifindex: None,
@@ -417,43 +417,67 @@ mod tests {
         for i in 0..100u32 {
             let ts = Timestamp(i64::from(i) * 1_000_000 + 50_000);
             assert!(t
-                .observe(sig(i * 100, i + 1), place(0), u64::from(i) + 1, ts, W)
+                .observe(
+                    sig(i * 100, i + 1),
+                    place(0),
+                    FrameNo(u64::from(i) + 1),
+                    ts,
+                    W
+                )
                 .is_none());
         }
         // ... then interface 1 its copies, each 50 µs earlier.
         for i in 0..100u32 {
             let ts = Timestamp(i64::from(i) * 1_000_000);
-            let hit = t.observe(sig(i * 100, i + 1), place(1), u64::from(i) + 101, ts, W);
-            assert_eq!(hit.map(|e| e.frame), Some(u64::from(i) + 1), "copy {i}");
+            let hit = t.observe(
+                sig(i * 100, i + 1),
+                place(1),
+                FrameNo(u64::from(i) + 101),
+                ts,
+                W,
+            );
+            assert_eq!(
+                hit.map(|e| e.frame.get()),
+                Some(u64::from(i) + 1),
+                "copy {i}"
+            );
         }
         // Both places now advanced to ~99 ms: everything older than 89 ms expires
         // on the next packet.
-        t.observe(sig(99_999, 0), place(0), 300, Timestamp(99_100_000), W);
+        t.observe(
+            sig(99_999, 0),
+            place(0),
+            FrameNo(300),
+            Timestamp(99_100_000),
+            W,
+        );
         assert!(t.len() <= 12, "{} entries left", t.len());
     }
 
     #[test]
     fn retransmissions_are_not_sightings() {
         let mut t = SightingTable::default();
-        assert!(t.observe(sig(1, 5), place(0), 1, Timestamp(0), W).is_none());
+        assert!(t
+            .observe(sig(1, 5), place(0), FrameNo(1), Timestamp(0), W)
+            .is_none());
         // Same bytes re-sent with a new IP ID, same place, 200 µs later.
         assert!(t
-            .observe(sig(1, 6), place(0), 2, Timestamp(200_000), W)
+            .observe(sig(1, 6), place(0), FrameNo(2), Timestamp(200_000), W)
             .is_none());
         // Same IP ID as frame 1 but 30 ms later at another place: beyond the window.
         assert!(t
-            .observe(sig(1, 5), place(1), 3, Timestamp(30_000_000), W)
+            .observe(sig(1, 5), place(1), FrameNo(3), Timestamp(30_000_000), W)
             .is_none());
         // IP ID 0 twice at one place: two packets.
         assert!(t
-            .observe(sig(9, 0), place(0), 4, Timestamp(30_000_000), W)
+            .observe(sig(9, 0), place(0), FrameNo(4), Timestamp(30_000_000), W)
             .is_none());
         assert!(t
-            .observe(sig(9, 0), place(0), 5, Timestamp(30_000_072), W)
+            .observe(sig(9, 0), place(0), FrameNo(5), Timestamp(30_000_072), W)
             .is_none());
         // IP ID 0 at another place: one packet seen twice.
-        let hit = t.observe(sig(9, 0), place(1), 6, Timestamp(30_000_010), W);
-        assert_eq!(hit.map(|e| e.frame), Some(5));
+        let hit = t.observe(sig(9, 0), place(1), FrameNo(6), Timestamp(30_000_010), W);
+        assert_eq!(hit.map(|e| e.frame.get()), Some(5));
     }
 
     #[test]
@@ -463,7 +487,7 @@ mod tests {
             t.observe(
                 sig(i, i + 1),
                 place(0),
-                u64::from(i),
+                FrameNo(u64::from(i)),
                 Timestamp(i64::from(i)),
                 W,
             );
@@ -472,7 +496,7 @@ mod tests {
         t.observe(
             sig(5000, 1),
             place(0),
-            2000,
+            FrameNo(2000),
             Timestamp(SINGLE_PLACE_HORIZON_NS + 2000),
             W,
         );
@@ -482,12 +506,12 @@ mod tests {
     #[test]
     fn close_keeps_unmatched_entries_until_swept() {
         let mut t = SightingTable::default();
-        t.observe(sig(0, 1), place(1), 1, Timestamp(0), W);
+        t.observe(sig(0, 1), place(1), FrameNo(1), Timestamp(0), W);
         for i in 1..100u32 {
             t.observe(
                 sig(i, i + 1),
                 place(0),
-                u64::from(i) + 1,
+                FrameNo(u64::from(i) + 1),
                 Timestamp(1000),
                 W,
             );
@@ -496,8 +520,8 @@ mod tests {
         assert_eq!(t.take_sweep_wanted(), Some(100));
         assert_eq!(t.take_sweep_wanted(), None);
         assert_eq!(t.len(), 100);
-        let hit = t.observe(sig(50, 51), place(1), 500, Timestamp(999), W);
-        assert_eq!(hit.map(|e| e.frame), Some(51));
+        let hit = t.observe(sig(50, 51), place(1), FrameNo(500), Timestamp(999), W);
+        assert_eq!(hit.map(|e| e.frame.get()), Some(51));
         // Matched entries are not kept again; the sweep leaves the newest 4.
         t.close();
         assert_eq!(t.len(), 99);

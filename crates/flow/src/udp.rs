@@ -122,7 +122,7 @@ impl UdpTable {
     ) -> UdpLookup {
         let key = FlowKey::new(src, dst);
         if let Some(&stream) = self.by_key.get(&key) {
-            if let Some(c) = self.convs.get(stream as usize) {
+            if let Some(c) = self.convs.get(stream.0 as usize) {
                 return UdpLookup {
                     stream,
                     dir: c.dir_of(src),
@@ -130,7 +130,7 @@ impl UdpTable {
                 };
             }
         }
-        let stream = self.convs.len() as StreamId;
+        let stream = StreamId(self.convs.len() as u64);
         self.convs.push(UdpConversation {
             stream,
             client: src,
@@ -161,7 +161,7 @@ impl UdpTable {
         payload_len: u32,
     ) -> UdpLookup {
         let l = self.lookup(src, dst, frame, ts);
-        if let Some(c) = self.convs.get_mut(l.stream as usize) {
+        if let Some(c) = self.convs.get_mut(l.stream.0 as usize) {
             let i = l.dir.index();
             c.packets[i] = c.packets[i].saturating_add(1);
             c.payload_bytes[i] = c.payload_bytes[i].saturating_add(u64::from(payload_len));
@@ -175,7 +175,9 @@ impl UdpTable {
 
     /// The conversation with this `udp.stream`, if any.
     pub fn get(&self, stream: StreamId) -> Option<&UdpConversation> {
-        usize::try_from(stream).ok().and_then(|i| self.convs.get(i))
+        usize::try_from(stream.get())
+            .ok()
+            .and_then(|i| self.convs.get(i))
     }
 
     /// Every conversation, in `udp.stream` order.
@@ -349,24 +351,27 @@ mod tests {
     #[test]
     fn both_directions_are_one_conversation_and_ids_are_first_seen_order() {
         let mut t = UdpTable::new();
-        let a = t.on_datagram(ep(1, 5353), ep(2, 53), 1, Timestamp(10), 30);
+        let a = t.on_datagram(ep(1, 5353), ep(2, 53), FrameNo(1), Timestamp(10), 30);
         assert_eq!(
             (a.stream, a.dir, a.created),
-            (0, Direction::ClientToServer, true)
+            (StreamId(0), Direction::ClientToServer, true)
         );
-        let b = t.on_datagram(ep(3, 1000), ep(2, 53), 2, Timestamp(20), 30);
-        assert_eq!((b.stream, b.created), (1, true));
-        let r = t.on_datagram(ep(2, 53), ep(1, 5353), 3, Timestamp(30), 90);
+        let b = t.on_datagram(ep(3, 1000), ep(2, 53), FrameNo(2), Timestamp(20), 30);
+        assert_eq!((b.stream, b.created), (StreamId(1), true));
+        let r = t.on_datagram(ep(2, 53), ep(1, 5353), FrameNo(3), Timestamp(30), 90);
         assert_eq!(
             (r.stream, r.dir, r.created),
-            (0, Direction::ServerToClient, false)
+            (StreamId(0), Direction::ServerToClient, false)
         );
-        let c = t.get(0).copied().unwrap_or_else(|| panic!("stream 0"));
+        let c = t
+            .get(StreamId(0))
+            .copied()
+            .unwrap_or_else(|| panic!("stream 0"));
         assert_eq!(c.packets, [1, 1]);
         assert_eq!(c.payload_bytes, [30, 90]);
         assert_eq!(
             (c.first_frame, c.last_frame, c.last_ts),
-            (1, 3, Timestamp(30))
+            (FrameNo(1), FrameNo(3), Timestamp(30))
         );
         assert_eq!(t.len(), 2);
     }
@@ -375,34 +380,37 @@ mod tests {
     fn port_zero_and_address_family_are_part_of_the_key() {
         let mut t = UdpTable::new();
         assert_eq!(
-            t.on_datagram(ep(1, 0), ep(2, 0), 1, Timestamp(0), 0).stream,
-            0
+            t.on_datagram(ep(1, 0), ep(2, 0), FrameNo(1), Timestamp(0), 0)
+                .stream,
+            StreamId(0)
         );
         assert_eq!(
-            t.on_datagram(ep(2, 0), ep(1, 0), 2, Timestamp(0), 0).stream,
-            0
+            t.on_datagram(ep(2, 0), ep(1, 0), FrameNo(2), Timestamp(0), 0)
+                .stream,
+            StreamId(0)
         );
         let v6 = |n: u16, port| Endpoint {
             addr: IpAddr::V6(Ipv6Addr::new(0, 0, 0, 0, 0, 0xffff, 0x0a00, n)),
             port,
         };
         assert_eq!(
-            t.on_datagram(v6(1, 0), v6(2, 0), 3, Timestamp(0), 0).stream,
-            1
+            t.on_datagram(v6(1, 0), v6(2, 0), FrameNo(3), Timestamp(0), 0)
+                .stream,
+            StreamId(1)
         );
     }
 
     #[test]
     fn a_quote_creates_without_counting() {
         let mut t = UdpTable::new();
-        let q = t.lookup(ep(1, 40000), ep(9, 33434), 7, Timestamp(70));
+        let q = t.lookup(ep(1, 40000), ep(9, 33434), FrameNo(7), Timestamp(70));
         assert!(q.created);
-        let d = t.on_datagram(ep(9, 33434), ep(1, 40000), 8, Timestamp(80), 0);
+        let d = t.on_datagram(ep(9, 33434), ep(1, 40000), FrameNo(8), Timestamp(80), 0);
         assert_eq!(
             (d.stream, d.dir, d.created),
-            (0, Direction::ServerToClient, false)
+            (StreamId(0), Direction::ServerToClient, false)
         );
-        assert_eq!(t.get(0).map(|c| c.packets), Some([0, 1]));
+        assert_eq!(t.get(StreamId(0)).map(|c| c.packets), Some([0, 1]));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! FlowTable behaviour on hand-built decoded packets: stream ids, window
 //! scaling, stalls, duplicate sightings, ICMP matching, summaries.
 
+use pcapsleuth_core::InterfaceId;
 use pcapsleuth_core::{Direction, SeqNum, Timestamp};
+use pcapsleuth_core::{FrameNo, StreamId};
 use pcapsleuth_decode::{
     Decoded, IcmpKind, IcmpMessage, IpHeader, IpVersion, QuotedPacket, TcpFlags, TcpOptions,
     TcpSegment, Transport,
@@ -117,9 +119,9 @@ impl Harness {
 
     fn feed_decoded(&mut self, ts_ns: i64, d: &Decoded<'_>) -> PacketFlowInfo {
         let meta = PacketMeta {
-            frame: self.frame,
+            frame: FrameNo(self.frame),
             ts: Timestamp(ts_ns),
-            interface: self.iface,
+            interface: InterfaceId(self.iface),
         };
         self.table.on_packet(&meta, d, &mut self.events)
     }
@@ -178,20 +180,26 @@ fn handshake(h: &mut Harness, t0: i64) {
 fn stream_ids_follow_wireshark_rules() {
     let mut h = Harness::new();
     handshake(&mut h, 0);
-    assert_eq!(h.feed(3, seg(true, 101, 5001, AK | F, 0)).stream, Some(0));
+    assert_eq!(
+        h.feed(3, seg(true, 101, 5001, AK | F, 0)).stream,
+        Some(StreamId(0))
+    );
     assert_eq!(
         h.feed(4, seg(false, 5001, 102, AK | R, 0)).stream,
-        Some(0),
+        Some(StreamId(0)),
         "RST does not start a stream"
     );
     // Same-ISN SYN after close: a retransmission, same stream.
-    assert_eq!(h.feed(5, seg(true, 100, 0, S, 0)).stream, Some(0));
+    assert_eq!(h.feed(5, seg(true, 100, 0, S, 0)).stream, Some(StreamId(0)));
     // Bare SYN with a new ISN on the same ports: new stream.
     let i = h.feed(6, seg(true, 9000, 0, S, 0));
-    assert_eq!(i.stream, Some(1));
+    assert_eq!(i.stream, Some(StreamId(1)));
     assert_eq!(i.dir, Some(Direction::ClientToServer));
     // Its SYN/ACK stays on it.
-    assert_eq!(h.feed(7, seg(false, 7000, 9001, S | AK, 0)).stream, Some(1));
+    assert_eq!(
+        h.feed(7, seg(false, 7000, 9001, S | AK, 0)).stream,
+        Some(StreamId(1))
+    );
     // Another port pair.
     assert_eq!(
         h.feed(
@@ -202,7 +210,7 @@ fn stream_ids_follow_wireshark_rules() {
             }
         )
         .stream,
-        Some(2)
+        Some(StreamId(2))
     );
     // Mid-stream start, then a SYN/ACK with a new seq from the same side: still the same stream.
     assert_eq!(
@@ -214,7 +222,7 @@ fn stream_ids_follow_wireshark_rules() {
             }
         )
         .stream,
-        Some(3)
+        Some(StreamId(3))
     );
     assert_eq!(
         h.feed(
@@ -225,7 +233,7 @@ fn stream_ids_follow_wireshark_rules() {
             }
         )
         .stream,
-        Some(3)
+        Some(StreamId(3))
     );
     // ... but a bare SYN from the client, whose base came from the ACK (55 - 1), with another seq: new.
     assert_eq!(
@@ -237,7 +245,7 @@ fn stream_ids_follow_wireshark_rules() {
             }
         )
         .stream,
-        Some(4)
+        Some(StreamId(4))
     );
     assert_eq!(h.table.stream_count(), 5);
     let started: Vec<u64> = h
@@ -245,7 +253,7 @@ fn stream_ids_follow_wireshark_rules() {
         .iter()
         .filter_map(|e| {
             if let FlowEvent::FlowStarted(s) = e {
-                Some(s.stream)
+                Some(s.stream.get())
             } else {
                 None
             }
@@ -267,18 +275,21 @@ fn icmp_quotes_take_part_only_with_16_bytes() {
     let FlowEvent::IcmpError(ev) = h.events[0] else {
         panic!("{:?}", h.events)
     };
-    assert_eq!(ev.stream, Some(0));
+    assert_eq!(ev.stream, Some(StreamId(0)));
     assert_eq!(ev.quoted_rel_seq, Some(1400));
     let m = ev.matched.expect("quoted seq inside the second segment");
-    assert_eq!((m.frame, m.rel_seq, m.payload_len), (5, 1001, 1000));
+    assert_eq!(
+        (m.frame, m.rel_seq, m.payload_len),
+        (FrameNo(5), 1001, 1000)
+    );
     // 20 quoted bytes: the stream is shown.
-    assert_eq!(h.icmp(13, 101, AK, 20, 40000).stream, Some(0));
+    assert_eq!(h.icmp(13, 101, AK, 20, 40000).stream, Some(StreamId(0)));
     // Unknown flow quoted with 20 bytes: Wireshark creates a conversation (new id).
     h.events.clear();
-    assert_eq!(h.icmp(14, 1, S, 20, 41000).stream, Some(1));
+    assert_eq!(h.icmp(14, 1, S, 20, 41000).stream, Some(StreamId(1)));
     assert!(matches!(h.events[0], FlowEvent::FlowStarted(_)));
     // A quoted bare SYN with a new ISN for an established flow starts a new stream.
-    assert_eq!(h.icmp(15, 424242, S, 20, 40000).stream, Some(2));
+    assert_eq!(h.icmp(15, 424242, S, 20, 40000).stream, Some(StreamId(2)));
 }
 
 /// An ICMPv4 error (type 3 / code 3 port unreachable, or `kind` as given)
@@ -361,13 +372,13 @@ fn every_icmp_error_quoting_a_packet_is_reported_once() {
     // A TCP quote with ports is still matched to its stream.
     h.events.clear();
     let i = h.icmp(20, 101, AK, 20, 40000);
-    assert_eq!(i.stream, Some(0));
+    assert_eq!(i.stream, Some(StreamId(0)));
     let FlowEvent::IcmpError(ev) = h.events[0] else {
         panic!("{:?}", h.events)
     };
     assert!(ev.quotes_tcp());
     assert_eq!(ev.quoted_proto, 6);
-    assert_eq!(ev.stream, Some(0));
+    assert_eq!(ev.stream, Some(StreamId(0)));
 }
 
 #[test]
@@ -480,7 +491,10 @@ fn stall_detection_and_classification() {
     h.feed(400, seg(true, 101, 5001, AK, 500)); // frame 6: 300 ms silence, retransmission
     let st = stalls(&h);
     assert_eq!(st.len(), 1);
-    assert_eq!((st[0].start_frame, st[0].end_frame), (5, 6));
+    assert_eq!(
+        (st[0].start_frame, st[0].end_frame),
+        (FrameNo(5), FrameNo(6))
+    );
     assert_eq!(st[0].pending_bytes, 500);
     assert_eq!(st[0].ended_by, StallEnd::Retransmission);
     assert_eq!(st[0].dir, Direction::ClientToServer);
@@ -559,7 +573,7 @@ fn duplicate_sightings_do_not_update_state_twice() {
             }
         })
         .collect();
-    assert_eq!(segs[4].duplicate_of, Some(4));
+    assert_eq!(segs[4].duplicate_of, Some(FrameNo(4)));
     assert_eq!(segs[4].snd_nxt, 101, "relative: SYN is 0, 100 bytes from 1");
     assert_eq!(segs[5].duplicate_of, None);
     let sum = &h.table.summaries()[0];
@@ -685,7 +699,7 @@ fn identical_packets_without_ip_id_need_two_places() {
             }
         })
         .collect();
-    assert_eq!(dups, vec![None, None, None, Some(3), None]);
+    assert_eq!(dups, vec![None, None, None, Some(FrameNo(3)), None]);
 }
 
 #[test]

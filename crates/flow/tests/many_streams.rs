@@ -18,7 +18,7 @@
 //! included); 3 058 bytes (VmRSS 3.3 KB) with the analyzer compaction
 //! disabled. See the memory model in `lib.rs`.
 
-use pcapsleuth_core::{SeqNum, Timestamp};
+use pcapsleuth_core::{FrameNo, InterfaceId, SeqNum, StreamId, Timestamp};
 use pcapsleuth_decode::{
     Decoded, IpHeader, IpVersion, TcpFlags, TcpOptions, TcpSegment, Transport,
 };
@@ -114,12 +114,15 @@ impl Gen {
             ..Decoded::default()
         };
         let meta = PacketMeta {
-            frame: self.frame,
+            frame: FrameNo(self.frame),
             ts: Timestamp(self.ts),
-            interface: 0,
+            interface: InterfaceId(0),
         };
         self.events.clear();
-        self.table.on_packet(&meta, &d, &mut self.events).stream
+        self.table
+            .on_packet(&meta, &d, &mut self.events)
+            .stream
+            .map(StreamId::get)
     }
 
     /// Step `k` (0..9) of connection `i`.
@@ -191,7 +194,7 @@ fn finished_streams_stay_small() {
 
     let sums = g.table.summaries();
     assert_eq!(sums.len(), N as usize);
-    assert_eq!(sums[42].tcp_stream, 42);
+    assert_eq!(sums[42].tcp_stream, StreamId(42));
     assert_eq!(sums[42].packets, 8);
     assert_eq!(sums[42].payload_bytes_c2s, 100);
 }

@@ -18,7 +18,7 @@
 //! (up to `TCP_MAX_UNACKED_SEGMENTS` = 10 000 entries per segment, `analysis/wireshark.rs`).
 //! 1 M segments run by default, 10 M under `--ignored`.
 
-use pcapsleuth_core::{SeqNum, Timestamp};
+use pcapsleuth_core::{FrameNo, InterfaceId, SeqNum, Timestamp};
 use pcapsleuth_decode::{
     Decoded, IpHeader, IpVersion, TcpFlags, TcpOptions, TcpSegment, Transport,
 };
@@ -103,9 +103,9 @@ impl Gen {
             ..Decoded::default()
         };
         let meta = PacketMeta {
-            frame: self.frame,
+            frame: FrameNo(self.frame),
             ts: Timestamp(self.ts),
-            interface: iface,
+            interface: InterfaceId(iface),
         };
         self.events.clear();
         self.table.on_packet(&meta, &d, &mut self.events);

@@ -4,6 +4,8 @@
 //! every segment event and a [`FingerprintIndex`] pair them; a retransmission
 //! (new IP ID and TSval) and an unrelated flow do not match.
 
+use pcapsleuth_core::FrameNo;
+use pcapsleuth_core::InterfaceId;
 use pcapsleuth_core::{Direction, SeqNum, StreamRef, Timestamp};
 use pcapsleuth_decode::{
     Decoded, IpHeader, IpVersion, TcpFlags, TcpOptions, TcpSegment, Transport,
@@ -149,9 +151,9 @@ fn capture() -> Vec<SegmentEvent> {
         for (k, side) in [first, second].into_iter().enumerate() {
             frame += 1;
             let meta = PacketMeta {
-                frame,
+                frame: FrameNo(frame),
                 ts: Timestamp(t0 + k as i64 * 200_000),
-                interface: side.iface,
+                interface: InterfaceId(side.iface),
             };
             table.on_packet(&meta, &decoded(side, p, p.payload), &mut events);
         }
@@ -193,7 +195,7 @@ fn nat_rewritten_copy_is_found_in_the_other_stream() {
     let orig = found[1][0];
     assert_eq!(orig.frame, 1);
     assert_eq!(orig.interface, 0);
-    assert_eq!(orig.stream, StreamRef::tcp(0));
+    assert_eq!(orig.stream, StreamRef::tcp(0u64));
     assert_eq!(orig.dir, Direction::ClientToServer);
     // The response, seen outside first: frame 4 inside is frame 3 outside.
     assert!(found[2].is_empty());

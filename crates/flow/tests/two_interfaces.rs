@@ -15,6 +15,7 @@
 //! dumpcap writes each interface's buffer block in turn, so frame order is not time order
 //! (interface 1's copy of a whole burst can precede interface 0's in the file).
 
+use pcapsleuth_core::{FrameNo, InterfaceId};
 use pcapsleuth_decode::Decoder;
 use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowSummary, FlowTable, PacketMeta, SegmentEvent};
 use pcapsleuth_ingest::CaptureReader;
@@ -182,9 +183,9 @@ fn load(p: &Path) -> Vec<OwnedFrame> {
     let mut out = Vec::new();
     while let Some(f) = reader.next_frame().expect("fixture reads") {
         out.push(OwnedFrame {
-            number: f.number,
+            number: f.number.get(),
             ts: f.ts,
-            interface: f.interface,
+            interface: f.interface.get(),
             linktype: f.linktype.0,
             data: f.data.to_vec(),
         });
@@ -200,16 +201,16 @@ fn run(frames: &[&OwnedFrame]) -> (BTreeMap<u64, SegmentEvent>, Vec<FlowSummary>
     let mut segs = BTreeMap::new();
     for f in frames {
         let meta = PacketMeta {
-            frame: f.number,
+            frame: FrameNo(f.number),
             ts: f.ts,
-            interface: f.interface,
+            interface: InterfaceId(f.interface),
         };
         let d = dec.decode(f.linktype, &f.data);
         events.clear();
         table.on_packet(&meta, &d, &mut events);
         for e in &events {
             if let FlowEvent::Segment(s) = e {
-                segs.insert(s.frame, *s);
+                segs.insert(s.frame.get(), *s);
             }
         }
     }
@@ -241,7 +242,7 @@ fn check(order_name: &str, o: &Oracle, frames: &[&OwnedFrame]) -> Vec<String> {
                 e1.duplicate_of
             ));
         }
-        if e2.duplicate_of != Some(first) {
+        if e2.duplicate_of != Some(FrameNo(first)) {
             fail.push(format!(
                 "frame {second}: duplicate_of {:?}, expected Some({first})",
                 e2.duplicate_of
@@ -297,7 +298,7 @@ fn check(order_name: &str, o: &Oracle, frames: &[&OwnedFrame]) -> Vec<String> {
         let listed: BTreeSet<(u64, u32, i64)> = s
             .sightings
             .iter()
-            .map(|x| (x.frame, x.interface, x.ts_ns))
+            .map(|x| (x.frame.get(), x.interface.get(), x.ts_ns))
             .collect();
         let ifs: BTreeSet<u32> = listed.iter().map(|x| x.1).collect();
         if !s.sightings_capped && ifs != BTreeSet::from([0, 1]) {

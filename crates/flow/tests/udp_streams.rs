@@ -3,6 +3,7 @@
 //! are what `tshark -T fields -e udp.stream` prints for the same frames.
 
 use pcapsleuth_core::{Direction, Endpoint, Timestamp};
+use pcapsleuth_core::{FrameNo, InterfaceId, StreamId};
 use pcapsleuth_decode::{Decoder, Transport};
 use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowTable, PacketFlowInfo, PacketMeta};
 use std::net::{IpAddr, Ipv4Addr};
@@ -64,9 +65,9 @@ impl Run {
     fn feed(&mut self, packet: &[u8]) -> (PacketFlowInfo, Vec<u8>) {
         self.frame += 1;
         let meta = PacketMeta {
-            frame: self.frame,
+            frame: FrameNo(self.frame),
             ts: Timestamp(i64::try_from(self.frame).unwrap_or(0) * 1_000_000),
-            interface: 0,
+            interface: InterfaceId(0),
         };
         let d = self.decoder.decode(101, packet);
         let payload = match d.transport {
@@ -101,23 +102,23 @@ fn both_directions_share_a_stream_in_first_seen_order() {
     let (q, payload) = r.feed(&ipv4(A, B, 17, 7, &udp(5353, 53, b"query")));
     assert_eq!(
         (q.udp_stream, q.udp_dir),
-        (Some(0), Some(Direction::ClientToServer))
+        (Some(StreamId(0)), Some(Direction::ClientToServer))
     );
     assert_eq!(q.stream, None, "no tcp.stream on UDP");
     assert_eq!(payload, b"query");
     let (other, _) = r.feed(&ipv4(C, B, 17, 8, &udp(5353, 53, b"q2")));
-    assert_eq!(other.udp_stream, Some(1));
+    assert_eq!(other.udp_stream, Some(StreamId(1)));
     let (resp, _) = r.feed(&ipv4(B, A, 17, 9, &udp(53, 5353, b"answer")));
     assert_eq!(
         (resp.udp_stream, resp.udp_dir),
-        (Some(0), Some(Direction::ServerToClient))
+        (Some(StreamId(0)), Some(Direction::ServerToClient))
     );
 
     let d = r.datagrams();
     assert_eq!(d.len(), 3);
     assert_eq!(
         (d[0].stream, d[0].frame, d[0].first_in_stream),
-        (0, 1, true)
+        (StreamId(0), FrameNo(1), true)
     );
     assert_eq!((d[0].src, d[0].dst), (ep(A, 5353), ep(B, 53)));
     assert_eq!(
@@ -127,10 +128,13 @@ fn both_directions_share_a_stream_in_first_seen_order() {
     assert_eq!(d[0].ip_id, Some(7));
     assert_eq!(
         (d[2].stream, d[2].dir, d[2].first_in_stream),
-        (0, Direction::ServerToClient, false)
+        (StreamId(0), Direction::ServerToClient, false)
     );
     assert_eq!(r.table.udp().len(), 2);
-    assert_eq!(r.table.udp().get(0).map(|c| c.packets), Some([1, 1]));
+    assert_eq!(
+        r.table.udp().get(StreamId(0)).map(|c| c.packets),
+        Some([1, 1])
+    );
 }
 
 #[test]
@@ -138,15 +142,15 @@ fn port_zero_is_an_ordinary_port() {
     let mut r = Run::new();
     assert_eq!(
         r.feed(&ipv4(A, B, 17, 1, &udp(0, 0, b"x"))).0.udp_stream,
-        Some(0)
+        Some(StreamId(0))
     );
     assert_eq!(
         r.feed(&ipv4(B, A, 17, 2, &udp(0, 0, b"y"))).0.udp_stream,
-        Some(0)
+        Some(StreamId(0))
     );
     assert_eq!(
         r.feed(&ipv4(B, A, 17, 3, &udp(0, 1, b"z"))).0.udp_stream,
-        Some(1)
+        Some(StreamId(1))
     );
 }
 
@@ -159,7 +163,7 @@ fn icmp_quotes_take_part_only_with_the_whole_header() {
         r.feed(&ipv4(A, B, 17, 1, &udp(1000, 2000, b"a")))
             .0
             .udp_stream,
-        Some(0)
+        Some(StreamId(0))
     );
     let orig = ipv4(A, C, 17, 2, &udp(1111, 2222, b"xx"));
     let (short, _) = r.feed(&port_unreachable(C, A, &orig, 6));
@@ -168,31 +172,31 @@ fn icmp_quotes_take_part_only_with_the_whole_header() {
         r.feed(&ipv4(A, B, 17, 3, &udp(1001, 2001, b"a")))
             .0
             .udp_stream,
-        Some(1)
+        Some(StreamId(1))
     );
     let (whole, _) = r.feed(&port_unreachable(C, A, &orig, 8));
     assert_eq!(
         (whole.udp_stream, whole.udp_dir),
-        (Some(2), Some(Direction::ClientToServer))
+        (Some(StreamId(2)), Some(Direction::ClientToServer))
     );
     assert_eq!(
         r.feed(&ipv4(C, A, 17, 4, &udp(2222, 1111, b"r")))
             .0
             .udp_stream,
-        Some(2)
+        Some(StreamId(2))
     );
     assert_eq!(
         r.feed(&ipv4(A, B, 17, 5, &udp(1002, 2002, b"a")))
             .0
             .udp_stream,
-        Some(3)
+        Some(StreamId(3))
     );
     // Quotes are not datagrams: four datagrams, no event for the ICMP frames.
     assert_eq!(r.datagrams().len(), 4);
-    let c = r.table.udp().get(2).copied();
+    let c = r.table.udp().get(StreamId(2)).copied();
     assert_eq!(
         c.map(|c| (c.client, c.packets, c.first_frame)),
-        Some((ep(A, 1111), [0, 1], 4))
+        Some((ep(A, 1111), [0, 1], FrameNo(4)))
     );
 }
 
@@ -227,10 +231,16 @@ fn vxlan(outer_sport: u16, inner: &[u8]) -> Vec<u8> {
 fn a_udp_tunnel_numbers_its_outer_conversation_first() {
     let mut r = Run::new();
     let (f1, payload) = r.feed(&vxlan(50000, &ipv4(C, A, 17, 2, &udp(53, 5353, b"in"))));
-    assert_eq!((f1.outer_udp_stream, f1.udp_stream), (Some(0), Some(1)));
+    assert_eq!(
+        (f1.outer_udp_stream, f1.udp_stream),
+        (Some(StreamId(0)), Some(StreamId(1)))
+    );
     assert_eq!(payload, b"in", "the inner datagram is the transport");
     let (f2, _) = r.feed(&vxlan(50000, &ipv4(C, B, 17, 3, &udp(53, 5353, b"in2"))));
-    assert_eq!((f2.outer_udp_stream, f2.udp_stream), (Some(0), Some(2)));
+    assert_eq!(
+        (f2.outer_udp_stream, f2.udp_stream),
+        (Some(StreamId(0)), Some(StreamId(2)))
+    );
     let mut tcp = vec![0u8; 20];
     tcp[0..2].copy_from_slice(&1000u16.to_be_bytes());
     tcp[2..4].copy_from_slice(&80u16.to_be_bytes());
@@ -239,13 +249,16 @@ fn a_udp_tunnel_numbers_its_outer_conversation_first() {
     let (f3, _) = r.feed(&vxlan(50001, &ipv4(C, B, 6, 4, &tcp)));
     assert_eq!(
         (f3.outer_udp_stream, f3.udp_stream, f3.stream),
-        (Some(3), None, Some(0))
+        (Some(StreamId(3)), None, Some(StreamId(0)))
     );
     // One event per frame, for the inner datagram only.
     let d = r.datagrams();
     assert_eq!(d.iter().map(|d| d.stream).collect::<Vec<_>>(), [1, 2]);
     // The outer conversation counts its datagrams.
-    assert_eq!(r.table.udp().get(0).map(|c| c.packets), Some([2, 0]));
+    assert_eq!(
+        r.table.udp().get(StreamId(0)).map(|c| c.packets),
+        Some([2, 0])
+    );
 }
 
 /// tshark: a UDP Length field below 8 gets no `udp.stream` (IPv4 Length 0 included).
@@ -262,7 +275,7 @@ fn a_length_field_below_8_gets_no_stream() {
         r.feed(&ipv4(A, B, 17, 2, &udp(1000, 2000, b"ok")))
             .0
             .udp_stream,
-        Some(0)
+        Some(StreamId(0))
     );
     assert_eq!(r.datagrams().len(), 1);
 }
@@ -274,14 +287,14 @@ fn an_unreassembled_first_fragment_gets_a_stream() {
     let mut r = Run::new();
     let dgram = udp(53, 40000, &[0x55; 200]);
     let (info, payload) = r.feed(&ipv4_frag(B, A, 9, 0x2000, 1500, &dgram));
-    assert_eq!(info.udp_stream, Some(0));
+    assert_eq!(info.udp_stream, Some(StreamId(0)));
     assert!(payload.is_empty(), "the transport stays empty");
     assert!(r.datagrams().is_empty());
     assert_eq!(
         r.feed(&ipv4(A, B, 17, 2, &udp(40000, 53, b"q")))
             .0
             .udp_stream,
-        Some(0)
+        Some(StreamId(0))
     );
     // A later fragment alone gets nothing.
     assert_eq!(

@@ -59,7 +59,7 @@ fn syn_frames(s: Option<&FlowSeries>) -> Vec<u64> {
             if out.last().is_some_and(|(_, t)| p.ts_ns - t < 1_000_000) {
                 continue;
             }
-            out.push((p.frame, p.ts_ns));
+            out.push((p.frame.get(), p.ts_ns));
         }
     }
     out.into_iter().map(|(f, _)| f).collect()

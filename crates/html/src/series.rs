@@ -15,7 +15,7 @@
 //! deterministic flow table numbers them.
 
 use pcapsleuth_analyze::{observe_path, PacketContext, PacketObserver};
-use pcapsleuth_core::Direction;
+use pcapsleuth_core::{Direction, FrameNo, StreamId};
 use pcapsleuth_decode::IcmpKind;
 use pcapsleuth_flow::{FlowEvent, StallEnd};
 use pcapsleuth_ingest::IngestError;
@@ -45,7 +45,7 @@ pub struct SeriesPoint {
     /// Advertised receive window after scaling, bytes (`None` when the scale is unknown).
     pub window_bytes: Option<u64>,
     /// Wireshark frame number.
-    pub frame: u64,
+    pub frame: FrameNo,
     /// Our retransmission verdict (`tcp.analysis.retransmission`, minus duplicate sightings).
     pub retransmission: bool,
     /// SYN flag set.
@@ -73,7 +73,7 @@ pub enum MarkerKind {
         /// End of the stall, ns since the epoch.
         end_ts_ns: i64,
         /// Frame that ended it.
-        end_frame: u64,
+        end_frame: FrameNo,
         /// Unacknowledged bytes during the stall.
         pending_bytes: u64,
         /// The capture ended while stalled.
@@ -89,7 +89,7 @@ pub struct FlowMarker {
     /// Time (start time for a stall), ns since the epoch.
     pub ts_ns: i64,
     /// Frame (the ICMP frame, or the last frame before the stall).
-    pub frame: u64,
+    pub frame: FrameNo,
     /// Direction concerned (quoted packet's direction, or the stalled sender), if known.
     pub dir: Option<Direction>,
 }
@@ -100,7 +100,7 @@ pub struct FlowSeries {
     /// Capture path, as `path.display()` (matches [`pcapsleuth_report::CaptureReport::path`]).
     pub capture: String,
     /// `tcp.stream`.
-    pub stream: u64,
+    pub stream: StreamId,
     /// Client endpoint text (`addr:port`, IPv6 in brackets).
     pub client: String,
     /// Server endpoint text.
@@ -137,7 +137,7 @@ fn endpoint_text(e: &pcapsleuth_core::Endpoint) -> String {
 /// [`SeriesError::Ingest`] when the file cannot be opened or its header is
 /// unreadable. A read error later on ends the pass and keeps what was read.
 pub fn collect_series(path: &Path, streams: &[u64]) -> Result<Vec<FlowSeries>, SeriesError> {
-    let wanted: BTreeSet<u64> = streams.iter().copied().collect();
+    let wanted: BTreeSet<StreamId> = streams.iter().copied().map(StreamId).collect();
     if wanted.is_empty() {
         return Ok(Vec::new());
     }
@@ -158,8 +158,8 @@ pub fn collect_series(path: &Path, streams: &[u64]) -> Result<Vec<FlowSeries>, S
 
 /// Records the events of the wanted streams as the pipeline emits them.
 struct Recorder {
-    wanted: BTreeSet<u64>,
-    out: BTreeMap<u64, FlowSeries>,
+    wanted: BTreeSet<StreamId>,
+    out: BTreeMap<StreamId, FlowSeries>,
     capture: String,
 }
 
@@ -179,8 +179,8 @@ impl PacketObserver for Recorder {
 
 fn record(
     ev: &FlowEvent,
-    wanted: &BTreeSet<u64>,
-    out: &mut BTreeMap<u64, FlowSeries>,
+    wanted: &BTreeSet<StreamId>,
+    out: &mut BTreeMap<StreamId, FlowSeries>,
     capture: &str,
 ) {
     match ev {

@@ -4,7 +4,7 @@
 //! pixel column).
 
 use crate::series::{FlowSeries, MarkerKind};
-use pcapsleuth_core::{Direction, Finding, Severity};
+use pcapsleuth_core::{Direction, Finding, FrameNo, Severity};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -455,7 +455,7 @@ pub fn sending_direction(f: &Finding, s: &FlowSeries) -> Direction {
             if let Some(b) = bytes.get_mut(i) {
                 *b += u64::from(p.len);
             }
-            if f.frames.binary_search(&p.frame).is_ok() {
+            if f.frames.binary_search(&p.frame.get()).is_ok() {
                 if let Some(c) = cited.get_mut(i) {
                     *c += 1;
                 }
@@ -741,7 +741,7 @@ fn stevens_stalls(
     let ms = |ts: i64| ts.saturating_sub(t0) as f64 / 1e6;
     // Stalls: consecutive stalls separated by less than 3 px (e.g. a flow
     // that only trickles small segments) are drawn as one band.
-    let mut bands: Vec<(f64, f64, u64, u64, f64, usize)> = Vec::new(); // x0, x1, first frame, last frame, total ms, count
+    let mut bands: Vec<(f64, f64, FrameNo, FrameNo, f64, usize)> = Vec::new(); // x0, x1, first frame, last frame, total ms, count
     for m in &s.markers {
         if let MarkerKind::Stall {
             end_ts_ns,
@@ -1094,7 +1094,7 @@ fn stevens_citations(
         if points.len() >= 60 {
             break;
         }
-        if f.frames.binary_search(&p.frame).is_err() || !in_window(p.ts_ns) {
+        if f.frames.binary_search(&p.frame.get()).is_err() || !in_window(p.ts_ns) {
             continue;
         }
         let py = if p.dir == dir {

@@ -127,7 +127,7 @@ impl Layout {
             Layout::LegacyHeader => match legacy::header(input, eof) {
                 Ok((params, snaplen, len)) => {
                     interfaces.push(InterfaceInfo {
-                        id: 0,
+                        id: InterfaceId(0),
                         name: None,
                         linktype: params.linktype,
                         snaplen,

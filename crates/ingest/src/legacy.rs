@@ -11,7 +11,7 @@
 
 use crate::format::{malformed, max_caplen, read_u16, read_u32, PacketRef, Step};
 use crate::LinkType;
-use pcapsleuth_core::linktype;
+use pcapsleuth_core::{linktype, InterfaceId};
 
 /// Standard µs magic as read little-endian from the file.
 const MAGIC_STD: u32 = 0xa1b2_c3d4;
@@ -313,7 +313,7 @@ pub(crate) fn record(params: &LegacyParams, input: &[u8]) -> Step {
         total,
         PacketRef {
             ts,
-            interface: 0,
+            interface: InterfaceId(0),
             linktype: params.linktype,
             orig_len,
             data_off: header_len,

@@ -8,7 +8,7 @@
 
 use crate::format::{malformed, max_caplen, read_u16, read_u32, PacketRef, Step, MAX_RECORD};
 use crate::{InterfaceInfo, LinkType, WarningKind};
-use pcapsleuth_core::Timestamp;
+use pcapsleuth_core::{InterfaceId, Timestamp};
 
 /// pcapng block types (pcapng spec, draft-ietf-opsawg-pcapng §11.1; sysdig
 /// numbers from Wireshark's wiretap/pcapng_module.h).
@@ -195,7 +195,7 @@ fn idb(
     };
     let id = u32::try_from(interfaces.len()).unwrap_or(u32::MAX);
     interfaces.push(InterfaceInfo {
-        id,
+        id: InterfaceId(id),
         name,
         linktype: LinkType(u32::from(idb.linktype.0 as u16)),
         snaplen: idb.snaplen,
@@ -478,7 +478,7 @@ fn packet_block(
         len,
         PacketRef {
             ts,
-            interface: section.first_interface + local,
+            interface: InterfaceId(section.first_interface + local),
             linktype: info.linktype,
             orig_len,
             data_off: 28,
@@ -520,7 +520,7 @@ fn simple_packet_block(
         len,
         PacketRef {
             ts: section.last_ts,
-            interface: section.first_interface,
+            interface: InterfaceId(section.first_interface),
             linktype: info.linktype,
             orig_len,
             data_off: 12,

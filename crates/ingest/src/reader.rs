@@ -137,7 +137,7 @@ impl CaptureReader {
             eof: false,
             done: false,
             layout: Layout::LegacyHeader,
-            frame_no: 0,
+            frame_no: FrameNo(0),
             interfaces: Vec::new(),
             warnings: Vec::new(),
             notes: Vec::new(),
@@ -256,7 +256,7 @@ impl CaptureReader {
             for note in std::mem::take(&mut self.notes) {
                 self.warn(WarningKind::MalformedRecord, offset, None, note);
             }
-            let next = self.frame_no + 1;
+            let next = self.frame_no.next();
             if let Step::Header(len) | Step::Skip(len) = step {
                 self.keep_header_block(len);
             }

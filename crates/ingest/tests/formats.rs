@@ -148,7 +148,7 @@ fn unknown_interface_stops_with_warning() {
     assert_eq!(r.warnings.len(), 1);
     assert_eq!(r.warnings[0].kind, WarningKind::UnknownInterface);
     assert_eq!(
-        (r.warnings[0].offset, r.warnings[0].frame),
+        (r.warnings[0].offset, r.warnings[0].frame.map(u64::from)),
         (bad_at, Some(2))
     );
 }

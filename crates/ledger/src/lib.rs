@@ -15,7 +15,7 @@ pub use model::{CauseTime, LedgerReport, ServiceLedger, StallEntry, StallEvidenc
 
 use classify::{classify, resolve, Decision};
 use pcapsleuth_core::timer::timer_window;
-use pcapsleuth_core::{Direction, Endpoint, StreamId, Timestamp};
+use pcapsleuth_core::{Direction, Endpoint, FrameNo, StreamId, Timestamp};
 use pcapsleuth_decode::IcmpKind;
 use pcapsleuth_flow::{FlowEvent, IcmpErrorEvent, SegmentEvent};
 use rollup::Rollup;
@@ -141,7 +141,7 @@ impl StallLedger {
         }
     }
 
-    fn note_time(&mut self, frame: u64, ts: Timestamp) {
+    fn note_time(&mut self, frame: FrameNo, ts: Timestamp) {
         if self.last.is_none_or(|m| ts >= m.ts) {
             self.last = Some(Mark { frame, ts });
         }

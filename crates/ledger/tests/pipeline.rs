@@ -9,6 +9,7 @@
 //!   frag-needed, Nagle × delayed ACK);
 //! - the public corpus's `unknown` share (`#[ignore]`: run with `--ignored`,
 //!   it feeds `docs/stall-ledger-corpus.md`).
+use pcapsleuth_core::StreamId;
 
 mod common;
 
@@ -120,7 +121,7 @@ fn fixture(name: &str) -> PathBuf {
 
 #[allow(dead_code)]
 fn causes(r: &LedgerReport, stream: u64) -> Vec<StallCause> {
-    r.stream(stream)
+    r.stream(StreamId(stream))
         .map_or_else(Vec::new, |s| s.stalls.iter().map(|e| e.cause).collect())
 }
 

@@ -3,6 +3,7 @@
 //! 198.51.100.10, times in ms from `T0`).
 
 use pcapsleuth_core::Direction;
+use pcapsleuth_core::{FrameNo, StreamId};
 use pcapsleuth_decode::TcpFlags;
 use pcapsleuth_detect::synth::{at, frag_needed, segment, v4_pair, C2S, S2C};
 use pcapsleuth_flow::{FlowEvent, FlowStarted, SegmentEvent};
@@ -25,10 +26,10 @@ impl Script {
         Script {
             frame: 0,
             events: vec![FlowEvent::FlowStarted(FlowStarted {
-                stream: 0,
+                stream: StreamId(0),
                 client,
                 server,
-                frame: 1,
+                frame: FrameNo(1),
                 ts: at(0.0),
             })],
         }
@@ -185,7 +186,7 @@ fn probe0_behind_a_zero_window_then_receiver_zero_window() {
     );
     assert_eq!(got[0].evidence.step, Some(1));
     assert_eq!(got[1].evidence.step, Some(2));
-    assert_eq!(got[0].evidence.trigger_frame, Some(5));
+    assert_eq!(got[0].evidence.trigger_frame, Some(FrameNo(5)));
 }
 
 #[test]
@@ -225,7 +226,7 @@ fn probe0_after_self_addressed_frag_needed() {
     let e = only(&s.run());
     assert_eq!(e.cause, StallCause::Probe0);
     assert_eq!(e.dir, C2S);
-    assert_eq!(e.evidence.trigger_frame, Some(f));
+    assert_eq!(e.evidence.trigger_frame, Some(FrameNo(f)));
 }
 
 #[test]
@@ -294,7 +295,7 @@ fn path_mtu_after_frag_needed_and_black_hole() {
     s.seg(C2S, 225.0, 1, 1448, Some(1)).ip_len = 1500;
     let e = only(&s.run());
     assert_eq!(e.cause, StallCause::PathMtu);
-    assert_eq!(e.evidence.trigger_frame, Some(f));
+    assert_eq!(e.evidence.trigger_frame, Some(FrameNo(f)));
     // Black hole: the peer's heartbeats pass, the big segment never does.
     let mut s = Script::new();
     s.handshake(0.0, 0.2, 0.01);
@@ -378,7 +379,7 @@ fn rollups_and_summary() {
     let sa = s.seg(S2C, 7100.2, 0, 0, Some(1));
     sa.flags = TcpFlags(SYN | ACK);
     let r = s.run();
-    let st = r.stream(0).expect("stream 0 stalled");
+    let st = r.stream(StreamId(0)).expect("stream 0 stalled");
     assert_eq!(
         st.summary,
         "7.1 s of 7.1 s lost to 3 SYN retransmission timeouts"
@@ -430,17 +431,17 @@ fn state_is_bounded_by_active_streams() {
     for stream in 0..5000u64 {
         let t = stream as f64 * 10.0;
         l.on_event(&FlowEvent::FlowStarted(FlowStarted {
-            stream,
+            stream: StreamId(stream),
             client,
             server,
-            frame: frame + 1,
+            frame: FrameNo(frame + 1),
             ts: at(t),
         }));
         let mut seg = |dir, dt: f64, seq, len, ack: Option<i64>, flags: u16| {
             frame += 1;
             let isn = if dir == C2S { ISN_C } else { ISN_S };
             let s = SegmentEvent {
-                stream,
+                stream: StreamId(stream),
                 flags: TcpFlags(flags),
                 rel_ack: ack,
                 ..segment(dir, frame, at(t + dt), isn, seq, len)

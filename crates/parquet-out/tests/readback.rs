@@ -18,14 +18,14 @@ fn report() -> Report {
         Finding::builder("syn-retransmit", Severity::Error)
             .summary("never answered")
             .flow(Some(flow))
-            .tcp_stream(3)
-            .frames(vec![4, 9])
+            .tcp_stream(3u64)
+            .frames(vec![4u64, 9])
             .span(1_000, 2_000)
             .remedy("fix it")
             .build(),
         Finding::builder("frag-needed", Severity::Info)
             .summary("no flow")
-            .frames(vec![7])
+            .frames(vec![7u64])
             .build(),
     ];
     Report {

@@ -94,7 +94,7 @@ mod tests {
         c.findings.push(
             pcapsleuth_core::Finding::builder("zero-window", Severity::Warning)
                 .summary("s")
-                .frames(vec![1])
+                .frames(vec![1u64])
                 .build(),
         );
         assert!(render_check_line(&c, Severity::Warning).1);

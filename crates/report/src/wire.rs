@@ -67,7 +67,7 @@ impl From<&CaptureWarning> for WarningReport {
         WarningReport {
             kind: w.kind.into(),
             offset: w.offset,
-            frame: w.frame,
+            frame: w.frame.map(u64::from),
             message: w.message.clone(),
         }
     }
@@ -273,8 +273,8 @@ pub struct SightingReport {
 impl From<&Sighting> for SightingReport {
     fn from(s: &Sighting) -> Self {
         SightingReport {
-            frame: s.frame,
-            interface: s.interface,
+            frame: s.frame.get(),
+            interface: s.interface.get(),
             ts_ns: s.ts_ns,
         }
     }
@@ -304,7 +304,7 @@ impl From<&RttStats> for RttReport {
 impl From<&FlowSummary> for FlowReport {
     fn from(f: &FlowSummary) -> Self {
         FlowReport {
-            tcp_stream: f.tcp_stream,
+            tcp_stream: f.tcp_stream.get(),
             client: f.client.clone(),
             client_port: f.client_port,
             server: f.server.clone(),
@@ -315,8 +315,8 @@ impl From<&FlowSummary> for FlowReport {
             packets_s2c: f.packets_s2c,
             payload_bytes_c2s: f.payload_bytes_c2s,
             payload_bytes_s2c: f.payload_bytes_s2c,
-            first_frame: f.first_frame,
-            last_frame: f.last_frame,
+            first_frame: f.first_frame.get(),
+            last_frame: f.last_frame.get(),
             duration_ms: f.duration_ms,
             state: f.state.into(),
             retransmissions: (&f.retransmissions).into(),
@@ -328,7 +328,7 @@ impl From<&FlowSummary> for FlowReport {
             handshake_rtt_ms: f.handshake_rtt_ms,
             rtt_ms: f.rtt_ms.as_ref().map(RttReport::from),
             longest_stall_ms: f.longest_stall_ms,
-            longest_stall_frames: f.longest_stall_frames,
+            longest_stall_frames: f.longest_stall_frames.map(|p| p.map(u64::from)),
             mss: f.mss,
             window_scale: f.window_scale,
             unacked_capped: f.unacked_capped,

@@ -17,7 +17,7 @@ fn read(bytes: Vec<u8>) -> (Frames, Vec<Option<String>>, usize) {
     while let Some(f) = reader.next_frame().expect("readable") {
         frames.push((
             f.ts.0,
-            f.interface,
+            f.interface.get(),
             f.linktype.0,
             f.orig_len,
             f.data.to_vec(),

@@ -4,7 +4,7 @@
 use crate::cluster::{by_conversation, clusters, conv_key, Cluster, ConvKey, COPY_WINDOW_NS};
 use crate::diagnose::{Basis, NatKind, PortInfo, MIN_SERVICE_SOURCES};
 use crate::record::{Port, Record};
-use pcapsleuth_core::{Endpoint, Protocol};
+use pcapsleuth_core::{Endpoint, FrameNo, Protocol};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
@@ -31,7 +31,7 @@ pub struct ConvInfo {
     /// Its clusters, in (time, frame) order of their ingress copy.
     pub clusters: Vec<usize>,
     /// (time, frame) of each, for binary search.
-    pub keys: Vec<(i64, u64)>,
+    pub keys: Vec<(i64, FrameNo)>,
     /// Positions (into `clusters`) of those that crossed.
     pub crossed: Vec<usize>,
     /// It contains a SYN without ACK.

@@ -19,8 +19,10 @@ pub fn render(d: &Diagnosis) -> Finding {
     b.build()
 }
 
-fn frames_list(frames: &[u64]) -> String {
-    let v: Vec<String> = frames.iter().map(u64::to_string).collect();
+use pcapsleuth_core::FrameNo;
+
+fn frames_list(frames: &[FrameNo]) -> String {
+    let v: Vec<String> = frames.iter().map(FrameNo::to_string).collect();
     match v.len() {
         1 => format!("frame {}", v[0]),
         _ => format!("frames {}", v.join(", ")),

@@ -2,15 +2,16 @@
 
 use crate::{diagnose, Basis, NatKind, Port, PortInfo, Record, Shape, SubPort, TcpBits};
 use pcapsleuth_core::{Endpoint, Protocol, Severity};
+use pcapsleuth_core::{FrameNo, InterfaceId};
 use std::collections::BTreeMap;
 
 const MS: i64 = 1_000_000;
 const CNI0: Port = Port {
-    interface: 0,
+    interface: InterfaceId(0),
     sub: SubPort::Whole,
 };
 const ETH0: Port = Port {
-    interface: 1,
+    interface: InterfaceId(1),
     sub: SubPort::Whole,
 };
 
@@ -64,7 +65,7 @@ fn ack(seq: u32) -> Option<TcpBits> {
 
 fn record(p: P) -> Record {
     Record {
-        frame: p.frame,
+        frame: FrameNo(p.frame),
         ts: p.ms * MS,
         port: p.port,
         outgoing: false,
@@ -149,7 +150,7 @@ fn first_syn_lost_after_snat_is_the_seed_shape() {
     assert_eq!(ev.retransmission_crossed, Some(true));
     assert_eq!(
         (ev.crossed_inner_frame, ev.crossed_outer_frame),
-        (Some(2), Some(3))
+        (Some(FrameNo(2)), Some(FrameNo(3)))
     );
     assert_eq!(ev.delay_ms, Some(1000.0));
     assert_eq!(
@@ -288,7 +289,7 @@ fn severity_ladder() {
     let d = diagnose(&never, &ports(8_000));
     let sev: Vec<(u64, Severity)> = d
         .iter()
-        .map(|d| (d.evidence.lost_frames[0], d.severity))
+        .map(|d| (d.evidence.lost_frames[0].get(), d.severity))
         .collect();
     assert_eq!(
         sev,
@@ -362,7 +363,7 @@ fn udp_to_a_dnat_service_is_found_by_service_when_its_socket_never_crossed() {
 #[test]
 fn sll2_copies_on_veth_and_bridge_are_one_packet() {
     let any = |i| Port {
-        interface: 0,
+        interface: InterfaceId(0),
         sub: SubPort::Ifindex(i),
     };
     let (veth, bridge, uplink, veth2) = (any(3), any(5), any(2), any(4));

@@ -23,10 +23,10 @@ impl Script {
         Script {
             frame: 0,
             events: vec![FlowEvent::FlowStarted(FlowStarted {
-                stream: 0,
+                stream: StreamId(0),
                 client,
                 server,
-                frame: 1,
+                frame: FrameNo(1),
                 ts: at(0.0),
             })],
         }
@@ -41,7 +41,7 @@ impl Script {
             ..segment(dir, self.frame, at(t), isn, seq, len)
         };
         self.events.push(FlowEvent::Segment(s));
-        self.frame
+        FrameNo(self.frame)
     }
 
     fn flags(&mut self, f: u16) {

@@ -168,9 +168,9 @@ impl Collector {
         let mut h = DefaultHasher::new();
         bytes.hash(&mut h);
         self.msgs.push(Msg {
-            frame: pkt.meta.frame,
+            frame: pkt.meta.frame.get(),
             ts: pkt.meta.ts.0,
-            interface: pkt.meta.interface,
+            interface: pkt.meta.interface.get(),
             tcp,
             stream,
             src,

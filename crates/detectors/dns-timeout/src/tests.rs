@@ -3,6 +3,7 @@
 use crate::diagnose::{diagnose, Diagnosis, Shape};
 use crate::lookup::build;
 use crate::Msg;
+use pcapsleuth_core::StreamId;
 use pcapsleuth_core::{Endpoint, Severity};
 
 const A: u16 = 1;
@@ -33,7 +34,7 @@ fn m(
         ts: us * 1000,
         interface: iface,
         tcp: false,
-        stream: Some(u64::from(ep(if resp { dst } else { src }).port)),
+        stream: Some(StreamId(u64::from(ep(if resp { dst } else { src }).port))),
         src: ep(src),
         dst: ep(dst),
         id,

@@ -189,7 +189,7 @@ impl Collector {
     pub fn on_packet(&mut self, pkt: &PacketContext<'_>) {
         let d = pkt.decoded;
         let Some(ip) = d.ip else { return };
-        let (frame, ts) = (pkt.meta.frame, pkt.meta.ts.0);
+        let (frame, ts) = (pkt.meta.frame.get(), pkt.meta.ts.0);
         if d.outer_ip.is_none() && host_address(&ip.src) {
             let e = self.ttl_seen.entry(ip.src).or_default();
             if initial_ttl(ip.ttl) {

@@ -8,6 +8,8 @@ use crate::diagnose::{diagnose, Diagnosis};
 use crate::pair::PairedBy;
 use crate::stats::Verdict;
 use crate::Measure;
+use pcapsleuth_core::FrameNo;
+use pcapsleuth_core::InterfaceId;
 use pcapsleuth_core::{Protocol, Severity, Timestamp};
 use pcapsleuth_decode::Decoder;
 use pcapsleuth_detect::{PacketContext, PacketFlowInfo, PacketMeta};
@@ -236,9 +238,9 @@ fn collect(s: &Scenario) -> Collector {
         let decoded = dec.decode_frame(s.link.linktype(), f, None);
         c.on_packet(&PacketContext {
             meta: PacketMeta {
-                frame: i as u64 + 1,
+                frame: FrameNo(i as u64 + 1),
                 ts: Timestamp(*ts),
-                interface: 0,
+                interface: InterfaceId(0),
             },
             decoded: &decoded,
             flow: PacketFlowInfo::default(),

@@ -4,6 +4,8 @@
 //! still found with its `must_cite` frames, and the controls stay clean.
 //! Prints SKIP without `../shared`.
 
+use pcapsleuth_core::FrameNo;
+use pcapsleuth_core::InterfaceId;
 use pcapsleuth_core::{Severity, Timestamp};
 use pcapsleuth_decode::Decoder;
 use pcapsleuth_detect::{PacketContext, PacketFlowInfo, PacketMeta};
@@ -73,9 +75,9 @@ fn run(path: &Path, link: Link) -> Vec<Diagnosis> {
         let decoded = dec.decode_frame(linktype, &bytes, None);
         c.on_packet(&PacketContext {
             meta: PacketMeta {
-                frame: i as u64 + 1,
+                frame: FrameNo(i as u64 + 1),
                 ts: Timestamp(*ts),
-                interface: 0,
+                interface: InterfaceId(0),
             },
             decoded: &decoded,
             flow: PacketFlowInfo::default(),

@@ -63,7 +63,7 @@ impl Cap {
             quoted_ip_len: self.quoted_len,
             quoted_seq: Some(SeqNum(ISN).add(rel_seq as u32)),
             matched: matched.map(|f| QuotedSegmentMatch {
-                frame: f,
+                frame: FrameNo(f),
                 ts: ts(ms - 0.1),
                 rel_seq,
                 payload_len: 1448,
@@ -139,7 +139,7 @@ fn router_frag_needed_with_immediate_retransmission_is_info_grouped() {
     let d = &out[0];
     assert_eq!(d.severity, Severity::Info);
     assert_eq!(d.verdict, Verdict::PmtuDiscovery);
-    assert_eq!(d.stream, Some(0));
+    assert_eq!(d.stream, Some(StreamId(0)));
     assert_eq!(
         d.frames,
         vec![10, 11, 12, 13, 14, 20, 21, 22, 23, 24, 30],
@@ -155,7 +155,7 @@ fn router_frag_needed_with_immediate_retransmission_is_info_grouped() {
     assert_eq!(e.quoted_size_bytes, 1500);
     assert_eq!(e.sender_next, SenderNext::Immediate);
     assert_eq!(e.sender_delay_ms, Some(0.139));
-    assert_eq!(e.sender_next_frame, Some(30));
+    assert_eq!(e.sender_next_frame, Some(FrameNo(30)));
     assert_eq!(e.quoted_seq, Some(ISN.wrapping_add(1)));
     assert_eq!(e.quoted_direction, Some(Direction::ClientToServer));
     assert_eq!(e.recurrence_s, None);
@@ -177,7 +177,7 @@ fn self_addressed_with_out_of_order_carrier_is_a_delayed_warning() {
     assert!(d.evidence.self_addressed);
     assert_eq!(d.evidence.sender_next, SenderNext::Delayed);
     assert_eq!(d.evidence.sender_delay_ms, Some(206.909));
-    assert_eq!(d.evidence.sender_next_frame, Some(9));
+    assert_eq!(d.evidence.sender_next_frame, Some(FrameNo(9)));
     assert_eq!(d.frames, vec![9, 10, 11]);
 }
 
@@ -190,7 +190,7 @@ fn router_icmp_then_long_wait_is_a_warning_and_never_is_reported() {
     let out = c.run();
     assert_eq!(out[0].severity, Severity::Warning);
     assert_eq!(out[0].evidence.sender_next, SenderNext::Delayed);
-    assert_eq!(out[0].evidence.sender_next_frame, Some(11));
+    assert_eq!(out[0].evidence.sender_next_frame, Some(FrameNo(11)));
     assert_eq!(out[0].verdict, Verdict::SenderStalled);
     assert_eq!(
         out[0].evidence.encapsulation_guess,
@@ -232,7 +232,7 @@ fn recurrence_after_the_learned_mtu_expired_is_measured_per_burst() {
         assert_eq!(d.evidence.recurrence_s, Some(10.8));
         assert_eq!(d.evidence.count, 1);
         assert_eq!(d.evidence.bursts.len(), 4);
-        assert_eq!(d.stream, Some(0));
+        assert_eq!(d.stream, Some(StreamId(0)));
         assert_eq!(d.severity, Severity::Info);
         assert_eq!(d.verdict, Verdict::PmtuDiscovery);
     }
@@ -438,7 +438,7 @@ fn render_burst_prose_and_self_addressed_wait() {
     burst(&mut c, 20, 10_800.0, 50_001);
     let out = c.run();
     assert_eq!(out.len(), 2);
-    assert_eq!(out[0].evidence.self_addressed_next_frame, Some(13));
+    assert_eq!(out[0].evidence.self_addressed_next_frame, Some(FrameNo(13)));
     assert_eq!(out[0].severity, Severity::Warning);
     let f = render(&out[0]);
     let s = &f.summary;
@@ -553,12 +553,12 @@ fn flood_keeps_bounded_state_and_cites_a_bounded_sample() {
     assert_eq!(d.frames_total, total);
     assert_eq!(d.evidence.frames_total, Some(total));
     assert_eq!(d.frames.len(), FRAMES_CITED_HEAD + FRAMES_CITED_TAIL);
-    let head: Vec<FrameNo> = (10..18).chain(100..192).collect();
+    let head: Vec<FrameNo> = (10..18).chain(100..192).map(FrameNo).collect();
     assert_eq!(&d.frames[..FRAMES_CITED_HEAD], &head[..]);
-    let tail: Vec<FrameNo> = (last - 9..=last).collect();
+    let tail: Vec<FrameNo> = (last - 9..=last).map(FrameNo).collect();
     assert_eq!(&d.frames[FRAMES_CITED_HEAD..], &tail[..]);
     // The first message still decides what the sender did next.
-    assert_eq!(d.evidence.sender_next_frame, Some(last));
+    assert_eq!(d.evidence.sender_next_frame, Some(FrameNo(last)));
     assert_eq!(d.evidence.sender_next, SenderNext::Delayed);
     assert_eq!(d.end_ns, ts(2.0 + N as f64 * 0.01).0);
     let json = serde_json::to_value(render(d)).unwrap();
@@ -598,7 +598,7 @@ fn frame_sample_is_by_frame_number_whatever_the_arrival_order() {
         c.icmp(f, 1000.0 - f as f64, "192.0.2.1", 1480, 1, None);
     }
     let d = &c.run()[0];
-    let want: Vec<FrameNo> = (1..=100).chain(291..=300).collect();
+    let want: Vec<FrameNo> = (1..=100).chain(291..=300).map(FrameNo).collect();
     assert_eq!(d.frames, want);
     assert_eq!(d.evidence.frames_total, Some(300));
 }
@@ -648,11 +648,11 @@ fn frame_sample_matches_a_sorted_reference() {
             let f = (((x >> 33) % 10_000) << 1) | (x & 1);
             if x & 1 == 1 {
                 if !all.contains(&f) {
-                    s.add_icmp(f);
+                    s.add_icmp(FrameNo(f));
                     all.push(f);
                 }
             } else {
-                s.add_segment(f);
+                s.add_segment(FrameNo(f));
                 if !all.contains(&f) {
                     all.push(f);
                 }
@@ -661,11 +661,11 @@ fn frame_sample_matches_a_sorted_reference() {
         all.sort_unstable();
         let bound = FRAMES_CITED_HEAD + FRAMES_CITED_TAIL;
         let want: Vec<FrameNo> = if all.len() <= bound {
-            all.clone()
+            all.clone().iter().copied().map(FrameNo).collect::<Vec<_>>()
         } else {
             let mut w = all[..FRAMES_CITED_HEAD].to_vec();
             w.extend_from_slice(&all[all.len() - FRAMES_CITED_TAIL..]);
-            w
+            w.iter().copied().map(FrameNo).collect::<Vec<_>>()
         };
         assert_eq!(s.cited(), want, "n = {n}");
         assert_eq!(s.total(), all.len(), "n = {n}");

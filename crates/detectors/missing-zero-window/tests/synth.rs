@@ -3,6 +3,7 @@
 //! They assert the diagnosis; the last tests check the rendered finding.
 
 use pcapsleuth_core::Direction;
+use pcapsleuth_core::FrameNo;
 use pcapsleuth_detect::synth::*;
 use pcapsleuth_detect::Severity;
 use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent, PacketContext};
@@ -104,11 +105,11 @@ fn silent_drop_seen_on_the_receivers_link_is_an_error() {
     assert_eq!(d.data_dir, Direction::ServerToClient);
     assert_eq!(d.proof, Proof::CapturedOnReceiverLink);
     assert!(
-        d.frames.contains(&last_ack),
+        d.frames.contains(&FrameNo(last_ack)),
         "last ACK before the drop cited"
     );
     assert!(
-        retx.iter().all(|r| d.frames.contains(r)),
+        retx.iter().all(|r| d.frames.contains(&FrameNo(*r))),
         "every retransmission cited"
     );
     let e = &d.evidence;

@@ -3,7 +3,9 @@
 //! link whose frag-needed is dropped). They assert the diagnosis; the last
 //! tests check the rendered finding.
 
+use pcapsleuth_core::FrameNo;
 use pcapsleuth_core::{Direction, Endpoint};
+use pcapsleuth_core::{InterfaceId, StreamId};
 use pcapsleuth_decode::IcmpKind;
 use pcapsleuth_detect::synth::*;
 use pcapsleuth_detect::{Detector, Severity};
@@ -61,7 +63,7 @@ fn full_size_segments_lost_small_ones_acked_is_a_black_hole() {
     assert_eq!(d.stuck_segment_bytes, 1448);
     assert_eq!(d.receiver.to_string(), "server 198.51.100.10:80");
     assert!(
-        d.frames.contains(&orig) && retx.iter().all(|r| d.frames.contains(r)),
+        d.frames.contains(&FrameNo(orig)) && retx.iter().all(|r| d.frames.contains(&FrameNo(*r))),
         "{:?}",
         d.frames
     );
@@ -102,9 +104,9 @@ fn frag_needed_quoting_the_flow_means_no_black_hole() {
     upload(&mut s, LADDER);
     let (c, sv) = s.endpoints();
     s.push(FlowEvent::IcmpError(IcmpErrorEvent {
-        frame: s.frame + 1,
+        frame: FrameNo(s.frame + 1),
         ts: at(400.0),
-        interface: 0,
+        interface: InterfaceId(0),
         kind: IcmpKind::FragNeeded,
         icmp_type: 3,
         code: 4,
@@ -121,7 +123,7 @@ fn frag_needed_quoting_the_flow_means_no_black_hole() {
         quoted_ip_id: None,
         quoted_ip_len: 1500,
         quoted_seq: None,
-        stream: Some(0),
+        stream: Some(StreamId(0)),
         udp_stream: None,
         quoted_dir: Some(C2S),
         quoted_rel_seq: Some(101),
@@ -150,7 +152,7 @@ fn sender_recovery_by_mtu_probing_is_a_warning() {
     assert!(d[0].evidence.sender_recovered_by_mtu_probing);
     assert_eq!(d[0].evidence.largest_acked_segment, 1012);
     assert!(
-        d[0].frames.contains(&first_small),
+        d[0].frames.contains(&FrameNo(first_small)),
         "first reduced-size re-send cited: {:?}",
         d[0].frames
     );
@@ -223,7 +225,7 @@ fn upload_right_after_the_handshake_is_flagged() {
     }
     let d = diagnose(&s);
     assert_eq!(d.len(), 1, "{d:#?}");
-    assert!(d[0].frames.contains(&orig));
+    assert!(d[0].frames.contains(&FrameNo(orig)));
     assert_eq!(d[0].small_packets, SmallPacketsPass::HandshakeOnly);
 }
 

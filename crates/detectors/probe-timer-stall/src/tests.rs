@@ -6,6 +6,7 @@ use pcapsleuth_core::Severity;
 use pcapsleuth_flow::{IcmpErrorEvent, SegmentAnalysis, WindowChangeEvent};
 use std::net::IpAddr;
 
+use pcapsleuth_core::InterfaceId;
 use pcapsleuth_detect::synth::{self, at as ts, frag_needed, segment, C2S, S2C};
 
 fn ip(s: &str) -> IpAddr {
@@ -36,16 +37,16 @@ impl Cap {
     }
     fn icmp(&mut self, frame: u64, ms: f64, src: &str, rel_seq: i64) {
         self.d.on_flow_event(&FlowEvent::IcmpError(IcmpErrorEvent {
-            interface: 1,
+            interface: InterfaceId(1),
             ..frag_needed(frame, ts(ms), ip(src), synth::v4_pair(50001, 9200), rel_seq)
         }));
     }
     fn window(&mut self, dir: Direction, frame: u64, ms: f64, bytes: u64) {
         self.d
             .on_flow_event(&FlowEvent::WindowChange(WindowChangeEvent {
-                stream: 0,
+                stream: StreamId(0),
                 dir,
-                frame,
+                frame: FrameNo(frame),
                 ts: ts(ms),
                 old_bytes: None,
                 new_bytes: Some(bytes),
@@ -164,11 +165,11 @@ fn router_frag_needed_burst_and_stall_event() {
     c.icmp(11, 0.1, "192.0.2.1", 1);
     c.icmp(12, 20.0, "192.0.2.1", 1);
     c.d.on_flow_event(&FlowEvent::Stall(StallEvent {
-        stream: 0,
+        stream: StreamId(0),
         dir: C2S,
-        start_frame: 10,
+        start_frame: FrameNo(10),
         start_ts: ts(0.0),
-        end_frame: 13,
+        end_frame: FrameNo(13),
         end_ts: ts(400.1),
         pending_bytes: 1448,
         pending_syn: false,
@@ -244,10 +245,10 @@ mod ledger {
             Script {
                 frame: 0,
                 events: vec![FlowEvent::FlowStarted(FlowStarted {
-                    stream: 0,
+                    stream: StreamId(0),
                     client,
                     server,
-                    frame: 1,
+                    frame: FrameNo(1),
                     ts: ts(0.0),
                 })],
             }
@@ -418,7 +419,7 @@ fn ledger_wait_covered_by_a_trigger_is_reported_once() {
     s.seg(S2C, 10.2, 1, 0, 101, 64000);
     s.frame += 1;
     s.events.push(FlowEvent::IcmpError(IcmpErrorEvent {
-        interface: 1,
+        interface: InterfaceId(1),
         ..frag_needed(
             6,
             ts(500.44),

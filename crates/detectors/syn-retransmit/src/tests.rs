@@ -3,6 +3,7 @@
 //! check the prose and the evidence JSON.
 
 use super::*;
+use pcapsleuth_core::{FrameNo, InterfaceId};
 use pcapsleuth_core::{SeqNum, Timestamp};
 use pcapsleuth_decode::TcpFlags;
 use pcapsleuth_detect::synth::{at, segment, C2S, S2C, T0};
@@ -32,7 +33,7 @@ impl Cap {
     fn flow(&mut self, stream: u64, cport: u16, server: &str, sport: u16) {
         self.frame += 1;
         self.events.push(FlowEvent::FlowStarted(FlowStarted {
-            stream,
+            stream: StreamId(stream),
             client: Endpoint {
                 addr: "192.0.2.10".parse().unwrap(),
                 port: cport,
@@ -41,7 +42,7 @@ impl Cap {
                 addr: server.parse().unwrap(),
                 port: sport,
             },
-            frame: self.frame,
+            frame: FrameNo(self.frame),
             ts: Timestamp(T0),
         }));
         self.frame -= 1;
@@ -60,7 +61,7 @@ impl Cap {
     ) -> u64 {
         self.frame += 1;
         self.events.push(FlowEvent::Segment(SegmentEvent {
-            stream,
+            stream: StreamId(stream),
             flags: TcpFlags(flags),
             ack: SeqNum(ack),
             rel_seq: 0,
@@ -70,7 +71,7 @@ impl Cap {
             window_bytes: None,
             mss: Some(1460),
             window_scale: Some(7),
-            duplicate_of: dup,
+            duplicate_of: dup.map(FrameNo),
             snd_una: 0,
             snd_nxt: 1,
             ..segment(dir, self.frame, at(ms), seq, 0, 0)
@@ -151,7 +152,7 @@ fn one_retry_then_connected_is_a_warning_with_delay_and_ladder() {
     assert_eq!(d.info_reason, None);
     assert_eq!(d.stream, 0);
     assert!(
-        frames.iter().all(|fr| d.frames.contains(fr)),
+        frames.iter().all(|fr| d.frames.contains(&FrameNo(*fr))),
         "{:?} ⊄ {:?}",
         frames,
         d.frames
@@ -234,7 +235,7 @@ fn refused_connection_is_not_flagged_but_refused_after_retries_is() {
     assert_eq!(d.outcome, Outcome::Refused);
     assert!(d.evidence.refused);
     assert!(!d.evidence.connected);
-    assert!(d.frames.contains(&rst));
+    assert!(d.frames.contains(&FrameNo(rst)));
     assert_eq!(d.evidence.delay_ms, 1012.1);
 }
 
@@ -279,7 +280,7 @@ fn lost_synack_counts_server_retransmission_and_delay_to_acked_synack() {
     let out = c.diagnose();
     assert_eq!(out.len(), 1);
     let d = &out[0];
-    assert!(d.frames.contains(&retx));
+    assert!(d.frames.contains(&FrameNo(retx)));
     assert_eq!(d.evidence.synack_retransmits, 1);
     assert_eq!(d.evidence.delay_ms, 1011.005);
     assert_eq!(d.synacks.map(|s| s.count), Some(2));
@@ -359,11 +360,11 @@ fn seed_002_views_before_and_after_snat_are_one_connection() {
     assert_eq!(
         d.nat_view,
         Some(NatView {
-            stream: 9,
+            stream: StreamId(9),
             client: "192.0.2.10:10011".to_string()
         })
     );
-    assert!(d.frames.contains(&nat));
+    assert!(d.frames.contains(&FrameNo(nat)));
     // The span is this stream's own events, not the NAT view's.
     assert_eq!((d.start_ns, d.end_ns), (at(100.0).0, at(1098.1).0));
     // 9 connections (the NAT view counts once), 1 delayed by ~1 s: the race shape.
@@ -396,7 +397,7 @@ fn half_duplex_capture_without_synack_is_connected_not_never_answered() {
     assert!(d.evidence.connected);
     assert_eq!(d.evidence.delay_ms, 1012.3);
     assert!(d.synack_not_captured);
-    assert!(d.frames.contains(&ack));
+    assert!(d.frames.contains(&FrameNo(ack)));
 }
 
 #[test]
@@ -426,7 +427,7 @@ fn loopback_burst() -> Cap {
     let lo = |c: &mut Cap, stream: u64, port: u16, syns: &[f64], ans: f64| {
         c.frame += 1;
         c.events.push(FlowEvent::FlowStarted(FlowStarted {
-            stream,
+            stream: StreamId(stream),
             client: Endpoint {
                 addr: "127.0.0.1".parse().unwrap(),
                 port,
@@ -435,7 +436,7 @@ fn loopback_burst() -> Cap {
                 addr: "127.0.0.1".parse().unwrap(),
                 port: 7000,
             },
-            frame: c.frame,
+            frame: FrameNo(c.frame),
             ts: Timestamp(T0),
         }));
         c.frame -= 1;
@@ -508,7 +509,7 @@ fn syn_resent_after_a_captured_synack_is_a_retry_and_names_the_lost_synack() {
     assert_eq!(d.evidence.syns_after_synack, 1);
     assert!(d.evidence.connected);
     assert_eq!(d.severity, Severity::Warning);
-    assert!(d.frames.contains(&retx));
+    assert!(d.frames.contains(&FrameNo(retx)));
     assert!(d.synack_lost_before_client);
     let synacks = d.synacks.expect("SYN/ACKs captured");
     assert_eq!(synacks.first_frame, sa);
@@ -538,7 +539,7 @@ fn synack_resent_but_never_acknowledged_is_not_a_connection() {
     assert_eq!(
         d.synacks,
         Some(SynackTimes {
-            first_frame: sa,
+            first_frame: FrameNo(sa),
             first_after_syn_ns: at(48.9).0 - at(0.0).0,
             count: 3,
             span_ns: at(21370.9).0 - at(48.9).0,
@@ -1142,7 +1143,7 @@ fn ended(ctx: &mut FinishContext, if0_end_ms: f64, end_ms: f64) {
         latest: at(end_ms),
     });
     ctx.interfaces = vec![pcapsleuth_detect::InterfaceContext {
-        id: 0,
+        id: InterfaceId(0),
         name: None,
         linktype: 1,
         first_ts: Some(at(0.0)),

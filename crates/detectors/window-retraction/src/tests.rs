@@ -22,12 +22,12 @@ fn handshake() -> Script {
 /// The server's ACK of the client's data: `ack` relative, `window` bytes
 /// (raw field = window / 128: scale unit 128 bytes).
 fn ack(s: &mut Script, t_ms: f64, ack: i64, window: u64) -> FrameNo {
-    s.seg(S2C, t_ms, 1, 0, ack, window)
+    FrameNo(s.seg(S2C, t_ms, 1, 0, ack, window))
 }
 
 /// Client data `[seq, seq + len)`.
 fn data(s: &mut Script, t_ms: f64, seq: i64, len: u32) -> FrameNo {
-    s.seg(C2S, t_ms, seq, len, 1, 64256)
+    FrameNo(s.seg(C2S, t_ms, seq, len, 1, 64256))
 }
 
 fn run(s: &Script) -> Vec<Diagnosis> {
@@ -271,7 +271,7 @@ fn syn_rst_and_duplicate_sightings_are_not_advertisements() {
     ack(&mut s, 2.1, 1001, 0);
     s.last_mut().flags = TcpFlags(TcpFlags::RST | TcpFlags::ACK);
     ack(&mut s, 2.2, 1001, 128);
-    s.last_mut().duplicate_of = Some(4);
+    s.last_mut().duplicate_of = Some(FrameNo(4));
     assert!(run(&s).is_empty());
 }
 

@@ -2,6 +2,7 @@
 //! assert the diagnosis; two tests check the rendered finding.
 
 use pcapsleuth_core::Direction;
+use pcapsleuth_core::FrameNo;
 use pcapsleuth_detect::synth::*;
 use pcapsleuth_detect::{Detector, Severity};
 use pcapsleuth_zero_window::{render, Diagnosis, Role, ZeroWindow};
@@ -50,7 +51,7 @@ fn persist_episode_is_one_diagnosis_citing_window0_probes_and_reopen() {
     assert_eq!(d.receiver_dir, Direction::ServerToClient);
     for fr in [zw, reopen].iter().chain(probes.iter()) {
         assert!(
-            d.frames.contains(fr),
+            d.frames.contains(&FrameNo(*fr)),
             "frame {fr} not cited: {:?}",
             d.frames
         );
@@ -101,9 +102,9 @@ fn episodes_group_per_direction_and_open_one_is_flagged_as_still_closed() {
     assert_eq!(e.probes, 4);
     assert!(e.still_closed_at_capture_end);
     assert_eq!(e.episode_durations_ms.len(), 2);
-    assert!(d[0].frames.contains(&p));
+    assert!(d[0].frames.contains(&FrameNo(p)));
     assert!(
-        !d[0].frames.contains(&s.frame),
+        !d[0].frames.contains(&FrameNo(s.frame)),
         "the RST is not part of the episode"
     );
 }

@@ -304,7 +304,7 @@ impl StreamAnalyzer {
             wireshark,
             wireshark_dup_ack_frame: (ws_ta.flags & wireshark::A_DUPLICATE_ACK != 0)
                 .then_some(ws_ta.dupack_frame),
-            wireshark_ack_rtt_ns: (ws_ta.frame_acked != 0 && ws_ta.ack_rtt_ns != 0)
+            wireshark_ack_rtt_ns: (ws_ta.frame_acked != FrameNo(0) && ws_ta.ack_rtt_ns != 0)
                 .then_some(ws_ta.ack_rtt_ns),
             wireshark_bytes_in_flight: nonzero(ws_ta.bytes_in_flight),
             ..SegmentVerdict::default()

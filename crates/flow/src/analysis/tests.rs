@@ -36,7 +36,7 @@ impl Conv {
     fn new() -> Self {
         Conv {
             an: StreamAnalyzer::new(),
-            frame: 0,
+            frame: FrameNo(0),
             now: T0,
         }
     }
@@ -96,7 +96,7 @@ impl Conv {
                 ..TcpOptions::default()
             },
         };
-        self.frame += 1;
+        self.frame = self.frame.next();
         self.now += dt_ms * MS;
         self.an.on_segment(&SegmentInput {
             frame: self.frame,
@@ -246,7 +246,7 @@ fn dup_acks_then_fast_retransmission() {
         c.c(0, PA, 1 + i * 100, 1, 100, 502);
     }
     // Segment 1..101 lost: the server repeats its SYN/ACK's ACK of 1 with SACK.
-    let first_ack = 2;
+    let first_ack = FrameNo(2);
     for n in 1..=3u32 {
         let dt = if n == 1 { 0 } else { 1 };
         let v = c.send(
@@ -511,7 +511,7 @@ fn port_reuse_rules() {
     let mut fresh = StreamAnalyzer::new();
     let s = syn(ISN_C.wrapping_add(5000));
     let v = fresh.on_segment(&SegmentInput {
-        frame: 99,
+        frame: FrameNo(99),
         ts: Timestamp(T0),
         dir: Direction::ClientToServer,
         seg: &s,
@@ -522,7 +522,7 @@ fn port_reuse_rules() {
     assert_eq!(v.analysis, v.wireshark);
     let mut fresh = StreamAnalyzer::new_after_port_reuse();
     let v = fresh.on_segment(&SegmentInput {
-        frame: 99,
+        frame: FrameNo(99),
         ts: Timestamp(T0),
         dir: Direction::ClientToServer,
         seg: &s,

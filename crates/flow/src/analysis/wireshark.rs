@@ -189,11 +189,11 @@ impl Default for Flow {
             sorted: true,
             lastack: 0,
             lastacktime: 0,
-            lastnondupack: 0,
+            lastnondupack: FrameNo(0),
             dupacknum: 0,
             nextseq: 0,
             maxseqtobeacked: 0,
-            nextseqframe: 0,
+            nextseqframe: FrameNo(0),
             nextseqtime: 0,
             num_sack_ranges: 0,
             sack: [(0, 0); MAX_SACK_KEPT],
@@ -676,7 +676,7 @@ mod fast_path_tests {
             let r = next(&mut rng);
             let ts = frame as i64 * 1_000_000;
             let mut seg = RawSeg {
-                frame,
+                frame: FrameNo(frame),
                 ts,
                 dir: 0,
                 seq: snd,

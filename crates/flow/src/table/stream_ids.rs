@@ -94,7 +94,7 @@ impl FlowTable {
             }
         }
         let idx = self.streams.len();
-        let id = idx as pcapsleuth_core::StreamId;
+        let id = pcapsleuth_core::StreamId(idx as u64);
         self.streams
             .push(Box::new(Stream::new(id, client, server, meta)));
         self.convs.insert(key, idx);

@@ -30,9 +30,9 @@ pub fn drain(mut r: CaptureReader) -> Result<ReadAll, IngestError> {
     let mut frames = Vec::new();
     while let Some(f) = r.next_frame()? {
         frames.push(OwnedFrame {
-            number: f.number,
+            number: f.number.get(),
             ts: f.ts.0,
-            interface: f.interface,
+            interface: f.interface.get(),
             linktype: f.linktype.0,
             orig_len: f.orig_len,
             data: f.data.to_vec(),
@@ -41,7 +41,7 @@ pub fn drain(mut r: CaptureReader) -> Result<ReadAll, IngestError> {
     Ok(ReadAll {
         frames,
         warnings: r.warnings().to_vec(),
-        frame_count: r.frame_count(),
+        frame_count: r.frame_count().get(),
         interface_names: r.interfaces().iter().map(|i| i.name.clone()).collect(),
     })
 }
