@@ -2,6 +2,7 @@
 # Time pcapsleuth against the floor and against other analyzers on the SAME file in the SAME run:
 #
 #   pcapsleuth   pcapsleuth analyze --format json FILE            (every detector)
+#   pcapsleuth   the same with --threads 1                        (THREADS1=0 skips it)
 #   parse-limit  ../shared/bench/parse-limit stream FILE --flows  (the floor: parse + a 5-tuple HashMap)
 #   tcptrace     tcptrace -l -n FILE                              (if installed)
 #   tshark       tshark -n -q -z expert -r FILE                   (if installed; TSHARK=0 skips it)
@@ -19,6 +20,7 @@
 #   PARSE_LIMIT  parse-limit binary (default: built from ../shared/bench/parse-limit into
 #                ${TMPDIR:-/tmp}/pcapsleuth-parse-limit, the shared folder may be read-only)
 #   TSHARK=0     skip tshark (it needs minutes and GBs on a 1 GB file)
+#   THREADS1=0   skip the `--threads 1` run of pcapsleuth
 #   EXTRA='--threads 1'  extra arguments for pcapsleuth analyze
 set -euo pipefail
 
@@ -56,6 +58,11 @@ names=() cmds=()
 add() { names+=("$1"); shift; cmds+=("$(printf '%q ' "$@")"); }
 # shellcheck disable=SC2086  # EXTRA is split on purpose
 add "pcapsleuth analyze --format json${EXTRA:+ $EXTRA}" "$ps_bin" analyze --format json ${EXTRA:-} "$file"
+# The same on one thread (the default uses every CPU: one file runs the staged pipeline).
+if [ "${THREADS1:-1}" != 0 ]; then
+    # shellcheck disable=SC2086
+    add "pcapsleuth analyze --format json --threads 1${EXTRA:+ $EXTRA}" "$ps_bin" analyze --format json --threads 1 ${EXTRA:-} "$file"
+fi
 if [ -x "$pl_bin" ]; then
     add "parse-limit stream --flows" "$pl_bin" stream "$file" --flows
 else

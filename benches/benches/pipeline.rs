@@ -2,12 +2,17 @@
 //! (a) ingest only, (b) ingest + decode, (c) ingest + decode + `FlowTable`
 //! (`tcp.stream`, `tcp.analysis`), (c2) the pipeline without detectors (adds
 //! capture-quality tracking and interface bookkeeping), (c3) c2 plus the stall
-//! ledger, (d) full `analyze_path` (every detector and the ledger). The
-//! detectors' own cost is d − c3. Captures: a generated ~64 MiB capture of
-//! 2000 interleaved TCP connections (in the temp dir), the real 78 MB merge
-//! file of the shared corpus when it is present, and the file named by
-//! `PCAPSLEUTH_BENCH_FILE` when set (e.g. the 1 GB `tcp-heavy.pcap` of
-//! `../shared/bench/make-tcp-heavy.sh`; slow: minutes per stage).
+//! ledger, (d) full `analyze_path` (every detector and the ledger) on one
+//! thread, (e) the same on the staged pipeline with 2 threads
+//! (`AnalyzeOptions::capture_threads`: the calling thread reads; one thread
+//! decodes and runs the flow table and capture quality; one runs the ledger
+//! and the detectors). The detectors' own cost is d − c3; on 2 idle cores e
+//! is bounded by its slowest stage and by half of d's work. Captures: a
+//! generated ~64 MiB capture of 2000 interleaved TCP connections (in the temp
+//! dir), the real 78 MB merge file of the shared corpus when it is present,
+//! and the file named by `PCAPSLEUTH_BENCH_FILE` when set (e.g. the 1 GB
+//! `tcp-heavy.pcap` of `../shared/bench/make-tcp-heavy.sh`; slow: minutes per
+//! stage).
 //!
 //! Quick run: `cargo bench -p pcapsleuth-benches -- --quick`.
 
@@ -94,6 +99,13 @@ fn bench_file(c: &mut Criterion, name: &str, path: &Path, bytes: u64) {
     });
     g.bench_function("d_analyze", |b| {
         b.iter(|| black_box(analyze_path(path, &AnalyzeOptions::default())))
+    });
+    let staged = AnalyzeOptions {
+        capture_threads: 2,
+        ..AnalyzeOptions::default()
+    };
+    g.bench_function("e_analyze_staged_2_threads", |b| {
+        b.iter(|| black_box(analyze_path(path, &staged)))
     });
     g.finish();
 }

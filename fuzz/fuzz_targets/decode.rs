@@ -10,7 +10,9 @@ use pcapsleuth_decode::Decoder;
 const LINKTYPES: [u32; 10] = [0, 1, 12, 101, 108, 113, 228, 229, 276, 147];
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&sel, rest)) = data.split_first() else { return };
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
     let linktype = LINKTYPES[usize::from(sel) % LINKTYPES.len()];
     let mut decoder = Decoder::new();
     let (a, b) = rest.split_at(rest.len() / 2);

@@ -7,7 +7,10 @@ use pcapsleuth_ingest::CaptureReader;
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(mut r) = CaptureReader::from_reader(Path::new("fuzz"), Box::new(std::io::Cursor::new(data.to_vec()))) else {
+    let Ok(mut r) = CaptureReader::from_reader(
+        Path::new("fuzz"),
+        Box::new(std::io::Cursor::new(data.to_vec())),
+    ) else {
         return;
     };
     let mut last = 0;

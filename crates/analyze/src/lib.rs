@@ -8,6 +8,9 @@
 //!   [`CaptureReport`];
 //! - [`runner`]: the ordered parallel runner ([`analyze_inputs`]) — reports
 //!   in input order, byte-identical whatever the thread count;
+//! - [`staged`]: one capture on several threads (reader; decoder and flow
+//!   table; ledger and detectors), for when there are fewer captures than
+//!   threads ([`AnalyzeOptions::capture_threads`]);
 //! - [`registry`]: the detectors, found by id or alias ([`find_detector`]).
 
 pub mod dump;
@@ -17,6 +20,7 @@ pub mod pipeline;
 pub mod quality;
 pub mod registry;
 pub mod runner;
+pub mod staged;
 
 use pcapsleuth_flow::FlowConfig;
 use pcapsleuth_ingest::CaptureReader;
@@ -35,6 +39,7 @@ pub use pcapsleuth_detect::{
 pub use pipeline::{drive, observe_path, PacketObserver, Pipeline, PipelineOutput};
 pub use registry::{all_detectors, detector_infos, find_detector};
 pub use runner::{analyze_inputs, RunError, RunOptions};
+pub use staged::StagedPipeline;
 
 /// Options for one analysis run.
 #[derive(Debug, Clone, Default)]
@@ -44,6 +49,14 @@ pub struct AnalyzeOptions {
     pub with_flows: bool,
     /// Flow-table limits.
     pub flow_config: FlowConfig,
+    /// Threads for one capture (or one merged set): 0 or 1 runs the
+    /// single-threaded pipeline; n ≥ 2 runs the staged one ([`staged`]): the
+    /// calling thread reads, one thread decodes and runs the flow table, and
+    /// n − 1 threads run the ledger and the detectors (the reader is light,
+    /// so n threads keep about n cores busy). The report does not depend on
+    /// it. [`analyze_inputs`] sets it from the thread count
+    /// when there are fewer inputs than threads.
+    pub capture_threads: usize,
 }
 
 /// Analyse one capture. Never fails: an unreadable file gives a report with
@@ -89,12 +102,19 @@ pub(crate) fn empty_report(path: &Path) -> CaptureReport {
 
 fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureReport) {
     report.format = Some(format_name(reader.format()));
-    let mut pipe = Pipeline::new(opts.flow_config);
-    let mut ledger = LedgerObserver::new(opts.with_flows);
-    report.error = drive(&mut reader, &mut pipe, &mut ledger).map(|e| e.to_string());
-    let out = pipe.finish(reader.interfaces(), &mut ledger);
+    let mut pipe = Driver::new(opts);
+    let error = loop {
+        match reader.next_frame() {
+            Ok(Some(frame)) => pipe.push(&frame),
+            Ok(None) => break None,
+            Err(e) => break Some(e),
+        }
+    };
+    report.error = error.map(|e| e.to_string());
+    let out = pipe.finish(reader.interfaces());
     let out_caps = unacked_capped_streams(&out.flows);
-    fill_report(report, out, opts, ledger.finish());
+    let flow_cap = flow_cap_warning(&out.flow_stats, opts);
+    fill_report(report, out, opts);
     // Wireshark numbers some non-packet pcapng blocks (custom, journal) as
     // frames; the reader counts them, so the total is right even when the
     // file ends with one.
@@ -105,7 +125,48 @@ fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureRep
         report.incomplete = reader.stop_warning().map(WarningReport::from);
     }
     report.warnings.extend(unacked_cap_warning(&out_caps, opts));
+    report.warnings.extend(flow_cap);
     note_read_incomplete(report);
+}
+
+/// The pipeline of one analysis: single-threaded, or staged when
+/// [`AnalyzeOptions::capture_threads`] is 2 or more (and its threads start).
+pub(crate) enum Driver {
+    /// Everything on the calling thread.
+    Plain(Box<Pipeline>),
+    /// One capture on several threads.
+    Staged(Box<staged::StagedPipeline>),
+}
+
+impl Driver {
+    /// Every registered detector, on the threads `opts` asks for.
+    pub(crate) fn new(opts: &AnalyzeOptions) -> Driver {
+        if opts.capture_threads >= 2 {
+            let workers = opts.capture_threads - 1;
+            if let Some(s) =
+                staged::StagedPipeline::start(opts.flow_config, all_detectors(), workers)
+            {
+                return Driver::Staged(Box::new(s));
+            }
+        }
+        Driver::Plain(Box::new(Pipeline::new(opts.flow_config)))
+    }
+
+    /// One frame, in capture order.
+    pub(crate) fn push(&mut self, frame: &pcapsleuth_ingest::Frame<'_>) {
+        match self {
+            Driver::Plain(p) => p.push(frame, &mut ()),
+            Driver::Staged(s) => s.push(frame),
+        }
+    }
+
+    /// End of input (`interfaces`: those the input described).
+    pub(crate) fn finish(self, interfaces: &[pcapsleuth_ingest::InterfaceInfo]) -> PipelineOutput {
+        match self {
+            Driver::Plain(p) => p.finish(interfaces, &mut ()),
+            Driver::Staged(s) => s.finish(interfaces),
+        }
+    }
 }
 
 /// When reading stopped early (`error` or `incomplete`), say so in the
@@ -153,6 +214,29 @@ pub(crate) fn unacked_cap_warning(capped: &[u64], opts: &AnalyzeOptions) -> Opti
     })
 }
 
+/// The warning that the flow table's live-stream cap
+/// ([`FlowConfig::max_flows`], `--max-flows`) was hit: the least recently
+/// active streams were retired early, so a condition of theirs that was
+/// still developing (a SYN retry not yet due, a zero window still closed)
+/// is concluded from what was seen until then. Never an abort.
+pub(crate) fn flow_cap_warning(
+    stats: &pcapsleuth_flow::FlowTableStats,
+    opts: &AnalyzeOptions,
+) -> Option<WarningReport> {
+    (stats.evicted > 0).then(|| WarningReport {
+        kind: WarningKindReport::FlowCap,
+        offset: 0,
+        frame: None,
+        message: format!(
+            "the flow cap ({} live TCP streams, --max-flows) was hit: {} stream{} retired early, least recently active first (peak {} live); findings about them are drawn from what was seen before",
+            opts.flow_config.max_flows,
+            stats.evicted,
+            if stats.evicted == 1 { " was" } else { "s were" },
+            stats.peak_live,
+        ),
+    })
+}
+
 /// The `tcp.stream`s of the flows whose unacknowledged-segment list hit its cap.
 pub(crate) fn unacked_capped_streams(flows: &[pcapsleuth_flow::FlowSummary]) -> Vec<u64> {
     flows
@@ -165,13 +249,9 @@ pub(crate) fn unacked_capped_streams(flows: &[pcapsleuth_flow::FlowSummary]) -> 
 /// Copy the pipeline's output into the report: span, frame count (the last
 /// frame number; callers that know better overwrite it), findings,
 /// `tcp_streams` and, with [`AnalyzeOptions::with_flows`], `flows` with
-/// their stall ledger (`ledger`, from a [`LedgerObserver`]).
-pub(crate) fn fill_report(
-    report: &mut CaptureReport,
-    out: PipelineOutput,
-    opts: &AnalyzeOptions,
-    ledger: Option<pcapsleuth_ledger::LedgerReport>,
-) {
+/// their stall ledger (the pipeline's, [`PipelineOutput::ledger`]: the same
+/// one a [`LedgerObserver`] would build, since it sees the same events).
+pub(crate) fn fill_report(report: &mut CaptureReport, out: PipelineOutput, opts: &AnalyzeOptions) {
     if let Some(span) = out.span {
         report.first_ts_ns = span.first.0;
         report.last_ts_ns = span.last.0;
@@ -188,7 +268,7 @@ pub(crate) fn fill_report(
                 .flow(pcapsleuth_core::StreamId(f.tcp_stream))
                 .map(quality::flow_report);
         }
-        if let Some(l) = ledger {
+        if let Some(l) = out.ledger {
             ledger::attach(&mut report.flows, l);
         }
     }

@@ -30,10 +30,7 @@
 //! right before the next packet of their file; `if_tsoffset` is applied here
 //! before comparing times.
 
-use crate::pipeline::Pipeline;
-use crate::{
-    empty_report, fill_report, format_name, interface_report, AnalyzeOptions, LedgerObserver,
-};
+use crate::{empty_report, fill_report, format_name, interface_report, AnalyzeOptions, Driver};
 use pcapsleuth_core::finding::SourceFrame;
 use pcapsleuth_core::{FrameNo, InterfaceId, Timestamp};
 use pcapsleuth_ingest::{CaptureReader, Frame, InterfaceInfo, LinkType};
@@ -395,13 +392,13 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
         report.sources = merge.source_reports();
         return report;
     }
-    let mut pipe = Pipeline::new(opts.flow_config);
-    let mut ledger = LedgerObserver::new(opts.with_flows);
+    let mut pipe = Driver::new(opts);
     while let Some(mf) = merge.next_frame() {
-        pipe.push(&mf.frame, &mut ledger);
+        pipe.push(&mf.frame);
     }
-    let out = pipe.finish(&merge.interfaces(), &mut ledger);
-    fill_report(&mut report, out, opts, ledger.finish());
+    let out = pipe.finish(&merge.interfaces());
+    let flow_cap = crate::flow_cap_warning(&out.flow_stats, opts);
+    fill_report(&mut report, out, opts);
     for f in &mut report.findings {
         f.source_frames = f
             .frames
@@ -442,6 +439,7 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
             report.warnings.push(w);
         }
     }
+    report.warnings.extend(flow_cap);
     let errors = merge.errors();
     if !errors.is_empty() {
         report.error = Some(errors.join("; "));

@@ -14,13 +14,14 @@
 use crate::quality::QualityTracker;
 use crate::registry::all_detectors;
 use pcapsleuth_core::finding::sort_findings;
-use pcapsleuth_core::{Endpoint, Finding, FrameNo, InterfaceId, StreamId, Timestamp};
-use pcapsleuth_decode::Decoder;
-use pcapsleuth_detect::{CaptureSpan, Detector, FinishContext, InterfaceContext, PacketContext};
-use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowSummary, FlowTable, PacketMeta};
+use pcapsleuth_core::{Finding, FrameNo, InterfaceId, Timestamp};
+use pcapsleuth_decode::{Decoded, Decoder};
+use pcapsleuth_detect::{
+    CaptureSpan, Detector, FinishContext, InterfaceContext, PacketContext, StreamEndpoints,
+};
+use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowSummary, FlowTable, PacketFlowInfo, PacketMeta};
 use pcapsleuth_ingest::{CaptureReader, Frame, IngestError, InterfaceInfo};
 use pcapsleuth_ledger::StallLedger;
-use std::collections::HashMap;
 
 /// Sees every packet as the pipeline handles it, after the detectors did.
 /// Both methods default to doing nothing.
@@ -61,54 +62,111 @@ pub struct PipelineOutput {
     /// What the capture itself lost, cut, doubled or reordered
     /// ([`crate::quality`]).
     pub quality: pcapsleuth_detect::quality::CaptureQuality,
+    /// What the flow table retired, evicted and held at most
+    /// ([`pcapsleuth_flow::FlowTableStats`]); `evicted > 0` means the
+    /// [`FlowConfig::max_flows`] cap was hit and the report says so.
+    pub flow_stats: pcapsleuth_flow::FlowTableStats,
     /// The stall ledger of the capture (run when the pipeline has detectors;
     /// the detectors saw it in [`FinishContext::ledger`]).
     pub ledger: Option<pcapsleuth_ledger::LedgerReport>,
 }
 
 /// The per-frame pipeline (decode → flow table → detectors), fed one frame at
-/// a time in capture order.
+/// a time in capture order, on the calling thread. (One capture on several
+/// threads, without per-packet observers: [`crate::staged::StagedPipeline`].)
 pub struct Pipeline {
+    front: Front,
+    consumers: Consumers,
+    /// The current frame's flow events.
+    events: Vec<FlowEvent>,
+}
+
+/// Everything that must see the frames in order and that the detectors
+/// depend on (decode, flow table), plus the capture-wide bookkeeping.
+pub(crate) struct Front {
     decoder: Decoder,
     flows: FlowTable,
-    detectors: Vec<Box<dyn Detector>>,
-    streams: HashMap<StreamId, (Endpoint, Endpoint)>,
-    events: Vec<FlowEvent>,
+    /// Client and server of every `tcp.stream`.
+    streams: StreamEndpoints,
     span: Option<CaptureSpan>,
     last_frame: FrameNo,
     /// Indexed by interface id.
     seen: Vec<Option<InterfaceSeen>>,
     quality: QualityTracker,
-    /// One stall ledger per capture, fed every flow event; `None` without detectors.
-    ledger: Option<StallLedger>,
 }
 
-impl Pipeline {
-    /// A pipeline running every registered detector.
-    pub fn new(flow_config: FlowConfig) -> Pipeline {
-        Pipeline::with_detectors(flow_config, all_detectors())
-    }
+/// The consumers of flow events and packets: the detectors (with their
+/// position in the registry list) and the stall ledger.
+pub(crate) struct Consumers {
+    /// Detectors with their index in the list the pipeline was built with.
+    pub(crate) detectors: Vec<(usize, Box<dyn Detector>)>,
+    /// One stall ledger per capture; `None` without detectors.
+    pub(crate) ledger: Option<Box<StallLedger>>,
+}
 
-    /// A pipeline running `detectors` (none: decode and flow events only).
-    pub fn with_detectors(flow_config: FlowConfig, detectors: Vec<Box<dyn Detector>>) -> Pipeline {
-        let ledger = (!detectors.is_empty()).then(StallLedger::new);
-        Pipeline {
-            decoder: Decoder::new(),
-            flows: FlowTable::new(flow_config),
-            detectors,
-            streams: HashMap::new(),
-            events: Vec::with_capacity(16),
-            span: None,
-            last_frame: FrameNo(0),
-            seen: Vec::new(),
-            quality: QualityTracker::new(),
+impl Consumers {
+    /// `detectors` in this order, and a stall ledger when there are any.
+    pub(crate) fn new(detectors: Vec<Box<dyn Detector>>) -> Consumers {
+        let ledger = (!detectors.is_empty()).then(|| Box::new(StallLedger::new()));
+        Consumers {
+            detectors: detectors.into_iter().enumerate().collect(),
             ledger,
         }
     }
 
-    /// Feed one frame: decode it, update the flow table, hand the events and
-    /// then the packet to every detector, then to `observer`.
-    pub fn push(&mut self, frame: &Frame<'_>, observer: &mut impl PacketObserver) {
+    /// No detector, no ledger.
+    pub(crate) fn none() -> Consumers {
+        Consumers {
+            detectors: Vec::new(),
+            ledger: None,
+        }
+    }
+
+    /// One flow event, to every detector then the ledger.
+    pub(crate) fn event(&mut self, ev: &FlowEvent) {
+        for (_, d) in self.detectors.iter_mut() {
+            d.on_flow_event(ev);
+        }
+        if let Some(l) = &mut self.ledger {
+            l.on_event(ev);
+        }
+    }
+
+    /// One packet: its flow events, then the packet, as [`Pipeline::push`]
+    /// delivers them.
+    pub(crate) fn packet(&mut self, pkt: &PacketContext<'_>, events: &[FlowEvent]) {
+        for ev in events {
+            self.event(ev);
+        }
+        for (_, d) in self.detectors.iter_mut() {
+            d.on_packet(pkt);
+        }
+    }
+}
+
+/// What [`PacketContext`] is made of, with the decoded packet owned.
+type PacketContextParts<'a> = (PacketMeta, Decoded<'a>, PacketFlowInfo);
+
+impl Front {
+    pub(crate) fn new(flow_config: FlowConfig) -> Front {
+        Front {
+            decoder: Decoder::new(),
+            flows: FlowTable::new(flow_config),
+            streams: StreamEndpoints::default(),
+            span: None,
+            last_frame: FrameNo(0),
+            seen: Vec::new(),
+            quality: QualityTracker::new(),
+        }
+    }
+
+    /// Decode `frame`, run the flow table and the quality tracker; returns
+    /// the packet. The flow events it produced are appended to `events`.
+    pub(crate) fn step<'a>(
+        &'a mut self,
+        frame: &Frame<'a>,
+        events: &mut Vec<FlowEvent>,
+    ) -> PacketContextParts<'a> {
         self.note_frame(frame);
         let meta = PacketMeta {
             frame: frame.number,
@@ -118,31 +176,17 @@ impl Pipeline {
         let decoded = self
             .decoder
             .decode_frame(frame.linktype.0, frame.data, Some(frame.orig_len));
-        self.events.clear();
-        let info = self.flows.on_packet(&meta, &decoded, &mut self.events);
-        for ev in &self.events {
+        let start = events.len();
+        let info = self.flows.on_packet(&meta, &decoded, events);
+        let events = events.get(start..).unwrap_or(&[]);
+        for ev in events {
             if let FlowEvent::FlowStarted(s) = ev {
                 self.streams.insert(s.stream, (s.client, s.server));
             }
-            for d in self.detectors.iter_mut() {
-                d.on_flow_event(ev);
-            }
-            if let Some(l) = &mut self.ledger {
-                l.on_event(ev);
-            }
         }
-        self.quality.on_frame(frame, &decoded, &info, &self.events);
-        let pkt = PacketContext {
-            meta,
-            decoded: &decoded,
-            flow: info,
-        };
-        for d in self.detectors.iter_mut() {
-            d.on_packet(&pkt);
-        }
-        observer.packet(&pkt, &self.events);
+        self.quality.on_frame(frame, &decoded, &info, events);
+        (meta, decoded, info)
     }
-
     /// Capture span, last frame number and per-interface facts.
     fn note_frame(&mut self, frame: &Frame<'_>) {
         self.last_frame = frame.number;
@@ -230,50 +274,87 @@ impl Pipeline {
         out.sort_by_key(|i| i.id);
         out
     }
+}
+
+impl Pipeline {
+    /// A pipeline running every registered detector.
+    pub fn new(flow_config: FlowConfig) -> Pipeline {
+        Pipeline::with_detectors(flow_config, all_detectors())
+    }
+
+    /// A pipeline running `detectors` (none: decode and flow events only).
+    pub fn with_detectors(flow_config: FlowConfig, detectors: Vec<Box<dyn Detector>>) -> Pipeline {
+        Pipeline {
+            front: Front::new(flow_config),
+            consumers: Consumers::new(detectors),
+            events: Vec::with_capacity(16),
+        }
+    }
+
+    /// Feed one frame: decode it, update the flow table, hand the events and
+    /// then the packet to every detector, then to `observer`.
+    pub fn push(&mut self, frame: &Frame<'_>, observer: &mut impl PacketObserver) {
+        self.events.clear();
+        let (meta, decoded, info) = self.front.step(frame, &mut self.events);
+        let pkt = PacketContext {
+            meta,
+            decoded: &decoded,
+            flow: info,
+        };
+        self.consumers.packet(&pkt, &self.events);
+        observer.packet(&pkt, &self.events);
+    }
 
     /// End of input: flush the flow table (its events go to the detectors,
     /// then to `observer`), then collect every detector's findings with a
     /// [`FinishContext`] built from what the pipeline saw. `interfaces` are
     /// the interfaces the input described (ids as in the frames).
     pub fn finish(
-        mut self,
+        self,
         interfaces: &[InterfaceInfo],
         observer: &mut impl PacketObserver,
     ) -> PipelineOutput {
-        self.events.clear();
-        self.flows.finish(&mut self.events);
-        for ev in &self.events {
-            for d in self.detectors.iter_mut() {
-                d.on_flow_event(ev);
-            }
-            if let Some(l) = &mut self.ledger {
-                l.on_event(ev);
-            }
-        }
-        observer.finish(&self.events);
-        let quality = std::mem::take(&mut self.quality).finish(interfaces);
-        let ctx = FinishContext {
-            interfaces: self.interface_contexts(interfaces),
-            span: self.span,
-            flows: self.flows.summaries(),
-            streams: std::mem::take(&mut self.streams),
-            quality,
-            ledger: self.ledger.take().map(|l| l.finish()),
-        };
-        let mut findings = Vec::new();
-        for d in self.detectors.iter_mut() {
-            findings.extend(d.finish(&ctx));
-        }
-        sort_findings(&mut findings);
-        PipelineOutput {
-            findings,
-            tcp_streams: self.flows.stream_count(),
-            flows: ctx.flows,
-            span: self.span,
-            last_frame: self.last_frame,
-            quality: ctx.quality,
-            ledger: ctx.ledger,
-        }
+        conclude(self.front, self.consumers, interfaces, observer)
+    }
+}
+
+/// End of input for `front` and `consumers` (which have seen every frame):
+/// see [`Pipeline::finish`].
+pub(crate) fn conclude(
+    mut front: Front,
+    mut consumers: Consumers,
+    interfaces: &[InterfaceInfo],
+    observer: &mut impl PacketObserver,
+) -> PipelineOutput {
+    let mut events = Vec::new();
+    front.flows.finish(&mut events);
+    for ev in &events {
+        consumers.event(ev);
+    }
+    observer.finish(&events);
+    let quality = std::mem::take(&mut front.quality).finish(interfaces);
+    let ctx = FinishContext {
+        interfaces: front.interface_contexts(interfaces),
+        span: front.span,
+        flows: front.flows.summaries(),
+        streams: std::mem::take(&mut front.streams),
+        quality,
+        ledger: consumers.ledger.take().map(|l| l.finish()),
+    };
+    let mut findings = Vec::new();
+    for (_, d) in consumers.detectors.iter_mut() {
+        findings.extend(d.finish(&ctx));
+    }
+    sort_findings(&mut findings);
+    PipelineOutput {
+        findings,
+        tcp_streams: front.flows.stream_count(),
+        flow_stats: front.flows.stats(),
+        flows: ctx.flows,
+        span: front.span,
+        last_frame: front.last_frame,
+        quality: ctx.quality,
+        ledger: ctx.ledger,
     }
 }
 

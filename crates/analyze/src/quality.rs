@@ -127,7 +127,67 @@ struct Place {
 struct FlowState {
     /// Client → server, server → client.
     dirs: [DirState; 2],
-    quality: FlowQuality,
+    /// Its facts, allocated when one is not zero (most flows are clean);
+    /// `stream` and `one_sided` are set by [`FlowState::conclude`].
+    quality: Option<Box<FlowQuality>>,
+}
+
+/// The facts of a flow, allocated on first use.
+fn quality_mut(q: &mut Option<Box<FlowQuality>>) -> &mut FlowQuality {
+    q.get_or_insert_with(Box::default)
+}
+
+impl FlowState {
+    /// The state after one plain SYN (see [`FlowSlot::Syn`]) in direction
+    /// index `d` advertising `window` bytes: what [`track_sender`] leaves.
+    fn after_syn(d: usize, window: u32) -> FlowState {
+        let mut f = FlowState::default();
+        if let Some(me) = f.dirs.get_mut(d) {
+            me.packets = 1;
+            me.syn = true;
+            me.known = true;
+            me.max_end = 1;
+            me.max_window = u64::from(window);
+        }
+        f
+    }
+
+    /// The facts at the end of flow `stream`: `one_sided` decided from its
+    /// directions.
+    fn conclude(&self, stream: StreamId) -> FlowQuality {
+        let [c, s] = &self.dirs;
+        let mut q = self.quality.as_deref().copied().unwrap_or_default();
+        q.stream = stream;
+        q.one_sided = match (c.packets, s.packets) {
+            (n, 0) if n > 0 && acknowledges_peer(c) => Some(Direction::ClientToServer),
+            (0, n) if n > 0 && acknowledges_peer(s) => Some(Direction::ServerToClient),
+            _ => None,
+        };
+        q
+    }
+}
+
+/// Where the tracker keeps one TCP flow (16 bytes; a flow of one SYN holds
+/// nothing else).
+///
+/// A flow the flow table retires ([`FlowEvent::FlowEnded`]) keeps its
+/// state: when the conversation comes back under the same `tcp.stream` (a
+/// merged capture years apart, a SYN re-sent after a reset), its sequence
+/// coverage and one-sidedness go on from what was seen, as if it had never
+/// been retired (starting afresh calls its first ACKs capture loss and a
+/// flow seen both ways one-sided: `reasm_crash_anon.pcapng`,
+/// `real-traffic-merged-ethernet.pcap`).
+#[derive(Debug, Default)]
+enum FlowSlot {
+    /// No segment yet: clean.
+    #[default]
+    Empty,
+    /// One plain SYN (no ACK, RST or FIN, no payload, relative sequence 0,
+    /// not another sighting) in direction index `dir`, advertising `window`
+    /// bytes ([`FlowState::after_syn`]).
+    Syn { dir: u8, window: u32 },
+    /// Any other flow.
+    Full(Box<FlowState>),
 }
 
 /// One interface.
@@ -142,7 +202,8 @@ struct IfaceState {
 /// Gathers the capture-quality facts of one capture as the pipeline runs.
 #[derive(Debug, Default)]
 pub struct QualityTracker {
-    flows: Vec<FlowState>,
+    /// Per `tcp.stream` (dense ids).
+    flows: Vec<FlowSlot>,
     ifaces: Vec<IfaceState>,
     /// Previous frame of the file: interface and timestamp.
     prev: Option<(InterfaceId, Timestamp)>,
@@ -161,29 +222,37 @@ fn dir_index(d: Direction) -> usize {
     }
 }
 
-/// Remove `[start, end)` from `gaps`; returns the bytes removed.
+/// Remove `[start, end)` from `gaps`; returns the bytes removed. In place:
+/// at most one gap is split, and at most [`MAX_GAPS`] are kept.
 fn fill(gaps: &mut Vec<(i64, i64)>, start: i64, end: i64) -> u64 {
     if start >= end || gaps.is_empty() {
         return 0;
     }
     let mut removed = 0i64;
-    let mut out = Vec::with_capacity(gaps.len() + 1);
+    let mut out = [(0i64, 0i64); MAX_GAPS + 1];
+    let mut n = 0;
+    let mut keep = |g: (i64, i64)| {
+        if let Some(slot) = out.get_mut(n) {
+            *slot = g;
+            n += 1;
+        }
+    };
     for &(a, b) in gaps.iter() {
         let (lo, hi) = (a.max(start), b.min(end));
         if lo >= hi {
-            out.push((a, b));
+            keep((a, b));
             continue;
         }
         removed += hi - lo;
         if a < lo {
-            out.push((a, lo));
+            keep((a, lo));
         }
         if hi < b {
-            out.push((hi, b));
+            keep((hi, b));
         }
     }
-    out.truncate(MAX_GAPS);
-    *gaps = out;
+    gaps.clear();
+    gaps.extend(out.iter().take(n.min(MAX_GAPS)).copied());
     u64::try_from(removed).unwrap_or(0)
 }
 
@@ -220,24 +289,31 @@ impl QualityTracker {
                 self.q.payload_truncated_frames += 1;
                 if let (Some(stream), Transport::Tcp(_)) = (info.stream, &decoded.transport) {
                     if let Some(f) = self.flow_mut(stream) {
-                        f.quality.payload_truncated_frames += 1;
+                        quality_mut(&mut f.quality).payload_truncated_frames += 1;
                     }
                 }
             }
         }
-        for ev in events {
-            match ev {
-                FlowEvent::FlowStarted(s) => {
-                    self.flow_mut(s.stream);
-                }
-                FlowEvent::Segment(s) => self.on_segment(s),
-                _ => {}
-            }
-        }
+        self.on_events(events);
         if self.recent.len() == RECENT_FRAMES {
             self.recent.pop_front();
         }
         self.recent.push_back((frame.number, self.current));
+    }
+
+    /// The flow events of one frame.
+    fn on_events(&mut self, events: &[FlowEvent]) {
+        for ev in events {
+            match ev {
+                FlowEvent::FlowStarted(s) => {
+                    self.slot_mut(s.stream);
+                }
+                FlowEvent::Segment(s) => self.on_segment(s),
+                // Kept: see [`FlowSlot`].
+                FlowEvent::FlowEnded(_) => {}
+                _ => {}
+            }
+        }
     }
 
     /// Per-interface and cross-interface timestamp order.
@@ -269,15 +345,67 @@ impl QualityTracker {
         }
     }
 
-    fn flow_mut(&mut self, stream: StreamId) -> Option<&mut FlowState> {
+    /// The slot of `stream`, the table grown to hold it (by a quarter at
+    /// least: O(1) per flow, at most a fifth unused).
+    fn slot_mut(&mut self, stream: StreamId) -> Option<&mut FlowSlot> {
         let idx = usize::try_from(stream.get()).ok()?;
         if self.flows.len() <= idx {
             // Stream ids are dense (assigned in order by the flow table).
-            self.flows.resize_with(idx + 1, FlowState::default);
+            let want = idx + 1;
+            if want > self.flows.capacity() {
+                let extra = (want - self.flows.len()).max(self.flows.len() / 4);
+                self.flows.reserve_exact(extra);
+            }
+            self.flows.resize_with(want, FlowSlot::default);
         }
-        let f = self.flows.get_mut(idx)?;
-        f.quality.stream = stream;
+        self.flows.get_mut(idx)
+    }
+
+    /// The full state of `stream` (made from its compact slot if need be).
+    fn flow_mut(&mut self, stream: StreamId) -> Option<&mut FlowState> {
+        let slot = self.slot_mut(stream)?;
+        let full = match slot {
+            FlowSlot::Full(_) => None,
+            FlowSlot::Empty => Some(FlowState::default()),
+            FlowSlot::Syn { dir, window } => Some(FlowState::after_syn(usize::from(*dir), *window)),
+        };
+        if let Some(f) = full {
+            *slot = FlowSlot::Full(Box::new(f));
+        }
+        let FlowSlot::Full(f) = slot else {
+            return None;
+        };
         Some(f)
+    }
+
+    /// Flows whose state is held now (one SYN or more seen).
+    pub fn active_flows(&self) -> usize {
+        self.flows
+            .iter()
+            .filter(|f| matches!(f, FlowSlot::Syn { .. } | FlowSlot::Full(_)))
+            .count()
+    }
+
+    /// Heap bytes held for flows (the slot table and the states behind it).
+    pub fn flow_bytes(&self) -> usize {
+        self.flows.capacity() * std::mem::size_of::<FlowSlot>()
+            + self
+                .flows
+                .iter()
+                .map(|f| match f {
+                    FlowSlot::Full(f) => {
+                        std::mem::size_of::<FlowState>()
+                            + f.quality
+                                .as_ref()
+                                .map_or(0, |_| std::mem::size_of::<FlowQuality>())
+                            + f.dirs
+                                .iter()
+                                .map(|d| d.gaps.capacity() * std::mem::size_of::<(i64, i64)>())
+                                .sum::<usize>()
+                    }
+                    _ => 0,
+                })
+                .sum::<usize>()
     }
 
     /// The capture place of an earlier frame, if still remembered.
@@ -296,10 +424,11 @@ impl QualityTracker {
                 .place_of(orig)
                 .map_or(self.ifaces.len() <= 1, |p| p == self.current);
             if let Some(f) = self.flow_mut(s.stream) {
+                let q = quality_mut(&mut f.quality);
                 if same {
-                    f.quality.duplicates_same_interface += 1;
+                    q.duplicates_same_interface += 1;
                 } else {
-                    f.quality.duplicates_other_interface += 1;
+                    q.duplicates_other_interface += 1;
                 }
             }
             if same {
@@ -310,6 +439,14 @@ impl QualityTracker {
             return;
         }
         self.q.captured_payload_bytes += u64::from(s.payload_len);
+        if let Some(slot) = self.slot_mut(s.stream) {
+            if matches!(slot, FlowSlot::Empty) {
+                if let Some(syn) = plain_syn(s) {
+                    *slot = syn;
+                    return;
+                }
+            }
+        }
         let Some(f) = self.flow_mut(s.stream) else {
             return;
         };
@@ -326,11 +463,10 @@ impl QualityTracker {
             if let Some(ack) = s.rel_ack {
                 let lost = acked_unseen(peer, ack, me.max_window);
                 if lost > 0 {
-                    f.quality.capture_lost_bytes += lost;
-                    f.quality.capture_loss_acks += 1;
-                    f.quality
-                        .first_capture_loss_frame
-                        .get_or_insert(s.frame.get());
+                    let q = quality_mut(&mut f.quality);
+                    q.capture_lost_bytes += lost;
+                    q.capture_loss_acks += 1;
+                    q.first_capture_loss_frame.get_or_insert(s.frame.get());
                 }
             }
         }
@@ -341,24 +477,22 @@ impl QualityTracker {
     pub fn finish(mut self, interfaces: &[InterfaceInfo]) -> CaptureQuality {
         let mut q = std::mem::take(&mut self.q);
         q.tcp_flows = self.flows.len() as u64;
-        for (i, f) in self.flows.iter_mut().enumerate() {
-            f.quality.stream = StreamId(i as u64);
-            let [c, s] = &f.dirs;
-            f.quality.one_sided = match (c.packets, s.packets) {
-                (n, 0) if n > 0 && acknowledges_peer(c) => Some(Direction::ClientToServer),
-                (0, n) if n > 0 && acknowledges_peer(s) => Some(Direction::ServerToClient),
-                _ => None,
+        for (i, slot) in self.flows.iter_mut().enumerate() {
+            let fq = match slot {
+                FlowSlot::Full(f) => f.conclude(StreamId(i as u64)),
+                // Clean: no segment, or one SYN.
+                FlowSlot::Empty | FlowSlot::Syn { .. } => continue,
             };
-            if f.quality.one_sided.is_some() {
+            if fq.one_sided.is_some() {
                 q.one_sided_flows += 1;
             }
-            if f.quality.capture_lost_bytes > 0 {
+            if fq.capture_lost_bytes > 0 {
                 q.capture_loss_flows += 1;
-                q.capture_lost_bytes += f.quality.capture_lost_bytes;
+                q.capture_lost_bytes += fq.capture_lost_bytes;
             }
-            q.gap_bytes_filled_late += f.quality.gap_bytes_filled_late;
-            if !f.quality.is_clean() {
-                q.flows.push(f.quality);
+            q.gap_bytes_filled_late += fq.gap_bytes_filled_late;
+            if !fq.is_clean() {
+                q.flows.push(fq);
             }
         }
         q.interfaces = self.interface_qualities(interfaces);
@@ -407,10 +541,31 @@ impl QualityTracker {
     }
 }
 
+/// The compact slot of `s` as a flow's first segment, when it is a plain
+/// SYN (see [`FlowSlot::Syn`]).
+fn plain_syn(s: &SegmentEvent) -> Option<FlowSlot> {
+    let f = s.flags;
+    if !f.syn() || f.ack() || f.rst() || f.fin() || s.payload_len != 0 || s.rel_seq != 0 {
+        return None;
+    }
+    let window = s
+        .window_bytes
+        .unwrap_or(u64::from(s.window_raw) * UNKNOWN_SCALE);
+    Some(FlowSlot::Syn {
+        dir: dir_index(s.dir) as u8,
+        window: u32::try_from(window).ok()?,
+    })
+}
+
 /// Update the sender's sequence coverage with segment `s`: a segment past
 /// the highest captured byte opens a gap; one below it fills gaps (network
 /// loss, retransmitted). RSTs carry no data of the flow and are skipped.
-fn track_sender(st: &mut DirState, peer_window: u64, fq: &mut FlowQuality, s: &SegmentEvent) {
+fn track_sender(
+    st: &mut DirState,
+    peer_window: u64,
+    fq: &mut Option<Box<FlowQuality>>,
+    s: &SegmentEvent,
+) {
     st.packets += 1;
     if s.flags.syn() {
         st.syn = true;
@@ -452,7 +607,10 @@ fn track_sender(st: &mut DirState, peer_window: u64, fq: &mut FlowQuality, s: &S
         return;
     }
     if len > 0 {
-        fq.gap_bytes_filled_late += fill(&mut st.gaps, start, end.min(st.max_end));
+        let filled = fill(&mut st.gaps, start, end.min(st.max_end));
+        if filled > 0 {
+            quality_mut(fq).gap_bytes_filled_late += filled;
+        }
         st.max_end = st.max_end.max(end);
     }
 }
@@ -647,5 +805,199 @@ pub fn flow_report(f: &FlowQuality) -> FlowQualityReport {
         duplicates_same_interface: f.duplicates_same_interface,
         duplicates_other_interface: f.duplicates_other_interface,
         payload_truncated_frames: f.payload_truncated_frames,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pcapsleuth_core::{Endpoint, InterfaceId, SeqNum};
+    use pcapsleuth_decode::TcpFlags;
+    use pcapsleuth_flow::{
+        FlowEndReason, FlowEnded, FlowStarted, L4Fingerprint, PacketFingerprint, SegmentAnalysis,
+        TcpFingerprint,
+    };
+    use std::net::{IpAddr, Ipv4Addr};
+
+    fn ep(last: u8, port: u16) -> Endpoint {
+        Endpoint {
+            addr: IpAddr::V4(Ipv4Addr::new(192, 0, 2, last)),
+            port,
+        }
+    }
+
+    fn started(stream: u64) -> FlowEvent {
+        FlowEvent::FlowStarted(FlowStarted {
+            stream: StreamId(stream),
+            client: ep(1, 40000),
+            server: ep(2, 80),
+            frame: FrameNo(1),
+            ts: Timestamp(0),
+        })
+    }
+
+    fn ended(stream: u64) -> FlowEvent {
+        FlowEvent::FlowEnded(FlowEnded {
+            stream: StreamId(stream),
+            last_frame: FrameNo(1),
+            last_ts: Timestamp(0),
+            reason: FlowEndReason::Idle,
+        })
+    }
+
+    /// A segment of `stream`: relative seq `seq`, `len` bytes, `flags`, relative ACK `ack`.
+    fn seg(stream: u64, dir: Direction, seq: i64, len: u32, flags: u16, ack: i64) -> FlowEvent {
+        FlowEvent::Segment(SegmentEvent {
+            stream: StreamId(stream),
+            dir,
+            frame: FrameNo(1),
+            ts: Timestamp(0),
+            interface: InterfaceId(0),
+            flags: TcpFlags(flags),
+            seq: SeqNum(1000).add(seq as u32),
+            ack: SeqNum(5000).add(ack as u32),
+            rel_seq: seq,
+            rel_ack: Some(ack),
+            payload_len: len,
+            ip_len: len + 52,
+            ip_id: None,
+            window_raw: 500,
+            window_bytes: Some(64000),
+            mss: None,
+            window_scale: None,
+            sack_blocks: 0,
+            wireshark: SegmentAnalysis::default(),
+            analysis: SegmentAnalysis::default(),
+            duplicate_of: None,
+            snd_una: 0,
+            snd_nxt: seq + i64::from(len),
+            since_first_tx_ns: None,
+            ack_rtt_ns: None,
+            bytes_in_flight: None,
+            fingerprint: PacketFingerprint {
+                ip_id: None,
+                l4: L4Fingerprint::Tcp(TcpFingerprint {
+                    seq: SeqNum(1000),
+                    ack: SeqNum(0),
+                    flags,
+                    window: 500,
+                    payload_len: len,
+                    timestamps: None,
+                    sack0: None,
+                    payload_hash: 0,
+                }),
+            },
+        })
+    }
+
+    const C2S: Direction = Direction::ClientToServer;
+    const S2C: Direction = Direction::ServerToClient;
+    const SYN: u16 = TcpFlags::SYN;
+    const ACK: u16 = TcpFlags::ACK;
+
+    /// Stream `n`'s events: 0 lost bytes to the capture, 1 was captured one
+    /// way only, 2 is one SYN, 3 a clean exchange.
+    fn flows() -> Vec<Vec<FlowEvent>> {
+        vec![
+            vec![
+                started(0),
+                seg(0, C2S, 0, 0, SYN, 0),
+                seg(0, S2C, 0, 0, SYN | ACK, 1),
+                seg(0, C2S, 1, 100, ACK, 1),
+                seg(0, C2S, 201, 100, ACK, 1),
+                seg(0, S2C, 1, 0, ACK, 301),
+            ],
+            vec![
+                started(1),
+                seg(1, S2C, 1, 0, ACK, 10),
+                seg(1, S2C, 1, 0, ACK, 20),
+            ],
+            vec![started(2), seg(2, C2S, 0, 0, SYN, 0)],
+            vec![
+                started(3),
+                seg(3, C2S, 0, 0, SYN, 0),
+                seg(3, S2C, 0, 0, SYN | ACK, 1),
+                seg(3, C2S, 1, 0, ACK, 1),
+            ],
+        ]
+    }
+
+    #[test]
+    fn flow_ended_and_a_return_change_nothing() {
+        let all = flows();
+        // Each flow ends, and the first comes back (same tcp.stream) later.
+        let back = [seg(0, C2S, 301, 100, ACK, 1), seg(0, S2C, 1, 0, ACK, 401)];
+        let run = |end: bool| {
+            let mut t = QualityTracker::new();
+            for (i, f) in all.iter().enumerate() {
+                t.on_events(f);
+                if end {
+                    t.on_events(&[ended(i as u64)]);
+                }
+            }
+            t.on_events(&back);
+            format!("{:?}", t.finish(&[]))
+        };
+        let want = run(false);
+        assert!(want.contains("capture_lost_bytes: 100"), "{want}");
+        assert!(want.contains("one_sided_flows: 1"), "{want}");
+        assert_eq!(run(true), want);
+    }
+
+    #[test]
+    fn a_one_syn_flow_costs_16_bytes() {
+        let mut t = QualityTracker::new();
+        let n = 10_000u64;
+        for i in 0..n {
+            t.on_events(&[started(i), seg(i, C2S, 0, 0, SYN, 0)]);
+        }
+        assert_eq!(t.active_flows(), n as usize);
+        let per = t.flow_bytes() as f64 / n as f64;
+        println!("quality: {per:.1} bytes per one-SYN flow");
+        assert!(per <= 16.0 * 1.25, "{per}");
+        // Seen again, the SYN's flow is what a full state would have made.
+        t.on_events(&[seg(0, S2C, 0, 0, SYN | ACK, 1)]);
+        assert_eq!(t.finish(&[]).one_sided_flows, 0);
+    }
+
+    #[test]
+    fn a_clean_open_exchange_costs_under_160_bytes() {
+        const FIN: u16 = TcpFlags::FIN;
+        let mut t = QualityTracker::new();
+        let n = 2_000u64;
+        for i in 0..n {
+            t.on_events(&[
+                started(i),
+                seg(i, C2S, 0, 0, SYN, 0),
+                seg(i, S2C, 0, 0, SYN | ACK, 1),
+                seg(i, C2S, 1, 0, ACK, 1),
+                seg(i, C2S, 1, 100, ACK, 1),
+                seg(i, S2C, 1, 0, ACK, 101),
+                seg(i, C2S, 101, 100, ACK, 1),
+                seg(i, S2C, 1, 0, ACK, 201),
+                seg(i, C2S, 201, 0, FIN | ACK, 1),
+                seg(i, S2C, 1, 0, FIN | ACK, 202),
+            ]);
+        }
+        assert_eq!(t.active_flows(), n as usize);
+        let per = t.flow_bytes() as f64 / n as f64;
+        println!("quality: {per:.1} bytes per clean open flow");
+        // A 16-byte slot and both directions' state; no facts allocated.
+        assert!(per <= 160.0, "{per}");
+        let q = t.finish(&[]);
+        assert!(q.flows.is_empty(), "{:?}", q.flows);
+        assert_eq!(q.tcp_flows, n);
+    }
+
+    #[test]
+    fn fill_splits_one_gap_and_keeps_the_cap() {
+        let mut g = vec![(0, 10), (20, 30)];
+        assert_eq!(fill(&mut g, 5, 25), 10);
+        assert_eq!(g, [(0, 5), (25, 30)]);
+        let mut g: Vec<(i64, i64)> = (0..MAX_GAPS as i64).map(|i| (i * 10, i * 10 + 5)).collect();
+        assert_eq!(fill(&mut g, 1, 2), 1);
+        assert_eq!(g.len(), MAX_GAPS);
+        assert_eq!(g[0], (0, 1));
+        assert_eq!(g[1], (2, 5));
     }
 }

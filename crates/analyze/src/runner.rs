@@ -33,9 +33,23 @@ impl std::fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
+/// Threads each capture gets ([`AnalyzeOptions::capture_threads`]) when
+/// `inputs` captures share `threads`: the spare threads when there are fewer
+/// captures than threads (so one file uses every core through the staged
+/// pipeline), else 1.
+pub fn capture_threads(threads: usize, inputs: usize) -> usize {
+    if inputs == 0 || inputs >= threads {
+        1
+    } else {
+        threads / inputs
+    }
+}
+
 /// Analyse `paths` and hand each report to `emit`, in input order. Without
 /// [`RunOptions::merge`] the captures run in parallel on a pool of
-/// [`RunOptions::threads`] workers; `done` is called (on the calling thread)
+/// [`RunOptions::threads`] workers (one per CPU when `None`); when there are
+/// fewer captures than threads, each capture runs the staged pipeline on its
+/// share of the threads ([`capture_threads`]); `done` is called (on the calling thread)
 /// for each report as it finishes, in completion order (for a progress
 /// display), and `emit` as soon as it and every report before it are done.
 /// With `merge`, the paths are analysed as one set and its single report is
@@ -51,6 +65,12 @@ pub fn analyze_inputs(
     mut done: impl FnMut(&CaptureReport),
     mut emit: impl FnMut(CaptureReport),
 ) -> Result<(), RunError> {
+    let threads = run.threads.filter(|&n| n > 0).unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let mut opts = opts.clone();
+    opts.capture_threads = capture_threads(threads, if run.merge { 1 } else { paths.len() });
+    let opts = &opts;
     if run.merge {
         if !paths.is_empty() {
             let report = analyze_merged(paths, opts);
@@ -61,7 +81,7 @@ pub fn analyze_inputs(
     }
     use rayon::prelude::*;
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(run.threads.unwrap_or(0))
+        .num_threads(threads.min(paths.len()).max(1))
         .build()
         .map_err(|e| RunError::ThreadPool(e.to_string()))?;
     let (tx, rx) = std::sync::mpsc::channel::<(usize, CaptureReport)>();

@@ -41,7 +41,7 @@ impl Detector for Probe {
         seen.flows = ctx.flows.len();
         seen.flow_ref_ok = ctx.flows.iter().all(|f| {
             ctx.flow_ref(f.tcp_stream)
-                .is_some_and(|r| r.client == f.client && r.server_port == f.server_port)
+                .is_some_and(|r| r.client == f.client.to_string() && r.server_port == f.server_port)
                 && ctx.flow_summary(f.tcp_stream).is_some()
         });
         Vec::new()

@@ -156,6 +156,11 @@ enum Cmd {
         /// INPUT...`; cited frames are also shown as file#frame.
         #[arg(long)]
         merge: bool,
+        /// Most TCP streams held live at once (default 1,000,000). Past it the
+        /// least recently active stream is retired early and the report warns
+        /// (`flow_cap`); memory stays bounded instead of the process aborting.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        max_flows: Option<u64>,
         /// Worker threads (default: one per CPU). Output does not depend on it.
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
@@ -197,6 +202,11 @@ enum Cmd {
         /// INPUT...`; cited frames are also shown as file#frame.
         #[arg(long)]
         merge: bool,
+        /// Most TCP streams held live at once (default 1,000,000). Past it the
+        /// least recently active stream is retired early and the report warns
+        /// (`flow_cap`); memory stays bounded instead of the process aborting.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        max_flows: Option<u64>,
         /// Worker threads (default: one per CPU).
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
@@ -226,6 +236,11 @@ enum Cmd {
         /// i.e. those of `mergecap -w merged.pcapng INPUT...`.
         #[arg(long)]
         merge: bool,
+        /// Most TCP streams held live at once (default 1,000,000). Past it the
+        /// least recently active stream is retired early and the report warns
+        /// (`flow_cap`); memory stays bounded instead of the process aborting.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        max_flows: Option<u64>,
         /// Worker threads (default: one per CPU).
         #[arg(long, value_name = "N")]
         threads: Option<usize>,
@@ -344,6 +359,7 @@ fn main() {
             output,
             merge,
             threads,
+            max_flows,
             inputs,
         } => match filters.resolve() {
             Ok(filter) => {
@@ -352,6 +368,7 @@ fn main() {
                     shard,
                     merge,
                     threads,
+                    max_flows,
                 };
                 cmd_analyze(format, output.as_deref(), &run, &inputs)
             }
@@ -366,6 +383,7 @@ fn main() {
             allow_incomplete,
             merge,
             threads,
+            max_flows,
             inputs,
         } => match filters.resolve() {
             Ok(filter) => {
@@ -374,6 +392,7 @@ fn main() {
                     shard,
                     merge,
                     threads,
+                    max_flows,
                 };
                 let gate = Gate {
                     fail_on,
@@ -390,6 +409,7 @@ fn main() {
             output,
             merge,
             threads,
+            max_flows,
             inputs,
         } => {
             let run = Batch {
@@ -397,6 +417,7 @@ fn main() {
                 shard,
                 merge,
                 threads,
+                max_flows,
             };
             cmd_flows(format, output.as_deref(), &run, &inputs)
         }
@@ -435,6 +456,8 @@ struct Batch {
     shard: Option<Shard>,
     merge: bool,
     threads: Option<usize>,
+    /// `--max-flows`: the flow table's live-stream cap, if not the default.
+    max_flows: Option<u64>,
 }
 
 /// `check`'s gate and output format.
@@ -622,8 +645,12 @@ fn analyze_inputs(
             None => emit(c),
         }
     };
+    let mut opts = opts.clone();
+    if let Some(n) = run.max_flows {
+        opts.flow_config.max_flows = usize::try_from(n).unwrap_or(usize::MAX);
+    }
     let run = RunOptions { merge, threads };
-    let res = pcapsleuth_analyze::analyze_inputs(paths, opts, run, done, emit_filtered);
+    let res = pcapsleuth_analyze::analyze_inputs(paths, &opts, run, done, emit_filtered);
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -63,6 +63,52 @@ impl SegRec {
     }
 }
 
+/// One remembered segment in the history ring: a [`SegRec`] and its flow
+/// direction packed into 56 bytes (the ring is written on every data
+/// segment, so its size is memory traffic).
+#[derive(Debug, Clone, Copy)]
+struct Hist {
+    frame: FrameNo,
+    ts: Timestamp,
+    rel_seq: i64,
+    /// `since_first_tx_ns`, `i64::MIN` for none.
+    since: i64,
+    stream: StreamId,
+    payload_len: u32,
+    ip_len: u32,
+    /// Bit 0: server → client; bit 1: a retransmission.
+    bits: u8,
+}
+
+impl Hist {
+    fn new(stream: StreamId, dir: Direction, r: &SegRec) -> Hist {
+        Hist {
+            frame: r.frame,
+            ts: r.ts,
+            rel_seq: r.rel_seq,
+            since: r.since_first_tx_ns.unwrap_or(i64::MIN),
+            stream,
+            payload_len: r.payload_len,
+            ip_len: r.ip_len,
+            bits: u8::from(dir == Direction::ServerToClient) | (u8::from(r.retransmission) << 1),
+        }
+    }
+    fn is(&self, stream: StreamId, dir: Direction) -> bool {
+        self.stream == stream && (self.bits & 1 == 1) == (dir == Direction::ServerToClient)
+    }
+    fn rec(&self) -> SegRec {
+        SegRec {
+            frame: self.frame,
+            ts: self.ts,
+            rel_seq: self.rel_seq,
+            payload_len: self.payload_len,
+            ip_len: self.ip_len,
+            retransmission: self.bits & 2 != 0,
+            since_first_tx_ns: (self.since != i64::MIN).then_some(self.since),
+        }
+    }
+}
+
 /// Handle of a watch, returned by [`FollowUp::watch`].
 pub type WatchId = usize;
 
@@ -79,7 +125,7 @@ struct Watch {
 /// Tracks data segments and resolves watches (see the module doc).
 #[derive(Debug, Default)]
 pub struct FollowUp {
-    history: VecDeque<(StreamId, Direction, SegRec)>,
+    history: VecDeque<Hist>,
     watches: Vec<Watch>,
     open: crate::StreamMap<(StreamId, Direction), VecDeque<WatchId>>,
     open_count: usize,
@@ -106,7 +152,10 @@ impl FollowUp {
         if self.history.len() >= HISTORY {
             self.history.pop_front();
         }
-        self.history.push_back((s.stream, s.dir, rec));
+        self.history.push_back(Hist::new(s.stream, s.dir, &rec));
+        if self.open_count == 0 {
+            return; // no watch to offer it to (the common case): no lookup
+        }
         if let Some(ids) = self.open.get_mut(&key) {
             let mut closed = 0;
             ids.retain(|&id| {
@@ -148,10 +197,8 @@ impl FollowUp {
             best: None,
             open: true,
         };
-        for (s, d, rec) in &self.history {
-            if *s == stream && *d == dir {
-                offer(&mut w, rec);
-            }
+        for h in self.history.iter().filter(|h| h.is(stream, dir)) {
+            offer(&mut w, &h.rec());
         }
         let id = self.watches.len();
         self.watches.push(w);
@@ -170,11 +217,33 @@ impl FollowUp {
 
     /// Recently seen data segments of `stream`/`dir` (at most [`HISTORY`] over
     /// all flows), oldest first (frame order).
-    pub fn history(&self, stream: StreamId, dir: Direction) -> impl Iterator<Item = &SegRec> {
+    pub fn history(&self, stream: StreamId, dir: Direction) -> impl Iterator<Item = SegRec> + '_ {
         self.history
             .iter()
-            .filter(move |(s, d, _)| *s == stream && *d == dir)
-            .map(|(_, _, r)| r)
+            .filter(move |h| h.is(stream, dir))
+            .map(Hist::rec)
+    }
+
+    /// The stream left the flow table
+    /// ([`pcapsleuth_flow::FlowEvent::FlowEnded`]): close its open watches as
+    /// they stand (no later segment of it can resolve them) and free their
+    /// lists. Results stay readable with [`FollowUp::result`].
+    pub fn end_stream(&mut self, stream: StreamId) {
+        for dir in [Direction::ClientToServer, Direction::ServerToClient] {
+            if let Some(ids) = self.open.remove(&(stream, dir)) {
+                for id in ids {
+                    if let Some(w) = self.watches.get_mut(id) {
+                        w.open = false;
+                    }
+                    self.open_count = self.open_count.saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    /// Watches still open (at most [`MAX_OPEN_WATCHES`]).
+    pub fn open_watches(&self) -> usize {
+        self.open_count
     }
 
     /// Close the oldest open watch (as it stands). Amortised O(1): the
@@ -256,6 +325,54 @@ mod tests {
         let w3 = f.watch(StreamId(0), Direction::ClientToServer, 5000, Timestamp(0));
         f.on_segment(&seg(4, 300, 6000, 10));
         assert_eq!(f.result(w3), None);
+    }
+}
+
+#[cfg(test)]
+mod hist_tests {
+    use super::*;
+    use crate::synth::{segment, S2C};
+
+    #[test]
+    fn history_entries_are_packed_and_round_trip() {
+        assert!(std::mem::size_of::<Hist>() <= 56);
+        let mut s = segment(S2C, 9, Timestamp(77), 7, 100, 1448);
+        s.analysis.retransmission = true;
+        s.since_first_tx_ns = Some(5);
+        let r = SegRec::from_event(&s);
+        let h = Hist::new(StreamId(3), S2C, &r);
+        assert!(h.is(StreamId(3), S2C));
+        assert!(!h.is(StreamId(3), Direction::ClientToServer));
+        assert_eq!(h.rec(), r);
+        let plain = SegRec {
+            retransmission: false,
+            since_first_tx_ns: None,
+            ..r
+        };
+        assert_eq!(Hist::new(StreamId(3), S2C, &plain).rec(), plain);
+    }
+}
+
+#[cfg(test)]
+mod end_tests {
+    use super::*;
+    use crate::synth::{segment, C2S};
+
+    #[test]
+    fn end_stream_closes_its_watches_and_keeps_their_results() {
+        let mut f = FollowUp::new();
+        f.on_segment(&segment(C2S, 1, Timestamp(10), 7, 1, 100));
+        let w = f.watch(StreamId(0), Direction::ClientToServer, 1, Timestamp(0));
+        let open = f.watch(StreamId(0), Direction::ClientToServer, 500, Timestamp(0));
+        assert_eq!(f.open_watches(), 2);
+        f.end_stream(StreamId(0));
+        assert_eq!(f.open_watches(), 0);
+        assert!(f.open.is_empty());
+        assert_eq!(f.result(w).map(|r| r.frame), Some(FrameNo(1)));
+        // A segment of the same id afterwards (a retired stream's id reused)
+        // resolves nothing closed.
+        f.on_segment(&segment(C2S, 2, Timestamp(20), 7, 500, 100));
+        assert_eq!(f.result(open), None);
     }
 }
 

@@ -11,6 +11,7 @@ pub mod followup;
 pub mod peer;
 pub mod quality;
 pub mod retx;
+pub mod slots;
 #[cfg(any(test, feature = "test-support"))]
 pub mod synth;
 /// Timer tolerance (the Linux timer wheel), shared with the stall ledger; it lives in core.
@@ -22,9 +23,9 @@ pub use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};
 pub use pcapsleuth_decode::Decoded;
 pub use pcapsleuth_flow::{FlowEvent, FlowSummary, PacketFlowInfo, PacketMeta};
 pub use peer::{Peer, Role};
+pub use slots::StreamSlots;
 
 use pcapsleuth_core::{Endpoint, InterfaceId, StreamId, Timestamp};
-use std::collections::HashMap;
 
 /// One decoded packet with its flow verdict.
 #[derive(Debug, Clone, Copy)]
@@ -79,12 +80,41 @@ pub struct CaptureSpan {
     pub latest: Timestamp,
 }
 
+/// Client and server endpoints of every `tcp.stream`, indexed by stream id:
+/// the ids are dense (assigned in first-seen order by the flow table), so a
+/// table costs 40 bytes per stream and no hashing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamEndpoints(Vec<Option<(Endpoint, Endpoint)>>);
+
+impl StreamEndpoints {
+    /// Client and server of `stream`, if recorded.
+    pub fn get(&self, stream: &StreamId) -> Option<&(Endpoint, Endpoint)> {
+        self.0.get(usize::try_from(stream.get()).ok()?)?.as_ref()
+    }
+
+    /// Record (or replace) `stream`'s client and server. The table grows to
+    /// the largest id recorded, so ids must be dense (the flow table's);
+    /// ids past `u32::MAX` are ignored.
+    pub fn insert(&mut self, stream: StreamId, ends: (Endpoint, Endpoint)) {
+        let Ok(idx) = u32::try_from(stream.get()) else {
+            return;
+        };
+        let idx = idx as usize;
+        if self.0.len() <= idx {
+            self.0.resize(idx + 1, None);
+        }
+        if let Some(slot) = self.0.get_mut(idx) {
+            *slot = Some(ends);
+        }
+    }
+}
+
 /// What a detector may consult when it writes its findings. Filled by the
 /// pipeline (`pcapsleuth_analyze::Pipeline`) at the end of the capture.
 #[derive(Debug, Default)]
 pub struct FinishContext {
     /// Client and server endpoints of every `tcp.stream`.
-    pub streams: HashMap<StreamId, (Endpoint, Endpoint)>,
+    pub streams: StreamEndpoints,
     /// Every interface of the capture, in id order.
     pub interfaces: Vec<InterfaceContext>,
     /// First and last frame timestamps; `None` when the capture has no frame.

@@ -16,7 +16,7 @@
 
 use pcapsleuth_core::{FrameNo, Timestamp};
 use pcapsleuth_flow::SegmentEvent;
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 /// Most unacknowledged records kept per direction; beyond it new segments are
 /// not recorded (the oldest, the ones that get stuck, are kept).
@@ -38,6 +38,47 @@ pub struct Tx {
     pub ts: Timestamp,
 }
 
+/// The transmissions of one record, in capture order: held inline while
+/// there is one (a segment sent once, the common case, costs no heap
+/// allocation), on the heap from the first retransmission. Dereferences to
+/// `&[Tx]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxList(TxRepr);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TxRepr {
+    One(Tx),
+    Many(Vec<Tx>),
+}
+
+impl TxList {
+    /// A list holding `first`.
+    pub fn new(first: Tx) -> Self {
+        TxList(TxRepr::One(first))
+    }
+    /// Append a transmission (the caller caps the length at [`MAX_TX`]).
+    pub fn push(&mut self, tx: Tx) {
+        match &mut self.0 {
+            TxRepr::One(first) => self.0 = TxRepr::Many(vec![*first, tx]),
+            TxRepr::Many(v) => v.push(tx),
+        }
+    }
+    /// The transmissions as a slice.
+    pub fn as_slice(&self) -> &[Tx] {
+        match &self.0 {
+            TxRepr::One(t) => std::slice::from_ref(t),
+            TxRepr::Many(v) => v,
+        }
+    }
+}
+
+impl std::ops::Deref for TxList {
+    type Target = [Tx];
+    fn deref(&self) -> &[Tx] {
+        self.as_slice()
+    }
+}
+
 /// A data segment and its transmissions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentRecord {
@@ -49,7 +90,7 @@ pub struct SegmentRecord {
     pub ip_len: u32,
     /// Transmissions in capture order (the first may be a retransmission when
     /// the original was not captured); at most [`MAX_TX`].
-    pub txs: Vec<Tx>,
+    pub txs: TxList,
     /// Number of transmissions seen (may exceed `txs.len()`).
     pub tx_count: u32,
     /// A later transmission covered these bytes with another geometry.
@@ -74,6 +115,10 @@ impl SegmentRecord {
             .windows(2)
             .map(|w| w[1].ts.0.saturating_sub(w[0].ts.0).max(0))
             .collect()
+    }
+    /// Ledger order: by first byte, then by length.
+    fn key(&self) -> (i64, u32) {
+        (self.rel_seq, self.payload_len)
     }
 }
 
@@ -101,9 +146,14 @@ pub struct Retired {
 }
 
 /// Ledger of one direction's data (the sender's segments and the peer's ACKs).
+///
+/// The unacknowledged records sit in one queue ordered by (relative
+/// sequence, payload length): a sender sends in order, so a new segment is
+/// appended and a cumulative ACK pops from the front; a segment out of order
+/// is placed by binary search. No heap allocation per segment sent once.
 #[derive(Debug, Clone, Default)]
 pub struct DirLedger {
-    unacked: BTreeMap<(i64, u32), SegmentRecord>,
+    unacked: VecDeque<SegmentRecord>,
     retire_threshold: u32,
     retired: Vec<Retired>,
     /// Largest payload (bytes) of a segment acknowledged without being superseded.
@@ -127,6 +177,16 @@ impl DirLedger {
         }
     }
 
+    /// Index of the first record whose key is not below `key`.
+    fn lower_bound(&self, key: (i64, u32)) -> usize {
+        // In-order sending: the new key is usually past the last record.
+        match self.unacked.back() {
+            None => 0,
+            Some(b) if b.key() < key => self.unacked.len(),
+            Some(_) => self.unacked.partition_point(|r| r.key() < key),
+        }
+    }
+
     /// Record a data segment of this direction. Pure ACKs, duplicate sightings
     /// and data already acknowledged are ignored. Returns the record when this
     /// transmission was a retransmission of the same bytes with the same length.
@@ -145,8 +205,9 @@ impl DirLedger {
             frame: seg.frame,
             ts: seg.ts,
         };
-        if self.unacked.contains_key(&key) {
-            let rec = self.unacked.get_mut(&key)?;
+        let at = self.lower_bound(key);
+        if self.unacked.get(at).is_some_and(|r| r.key() == key) {
+            let rec = self.unacked.get_mut(at)?;
             rec.tx_count = rec.tx_count.saturating_add(1);
             rec.ip_len = seg.ip_len;
             if rec.txs.len() < MAX_TX {
@@ -157,7 +218,12 @@ impl DirLedger {
         // Mark overlapping records of another geometry as superseded. Records
         // rarely overlap, so walk back from the new end and stop at the first
         // record that ends at or before the new start.
-        for (_, rec) in self.unacked.range_mut(..(e, 0)).rev() {
+        let below_end = if self.unacked.back().is_some_and(|b| b.key() < (e, 0)) {
+            self.unacked.len()
+        } else {
+            self.unacked.partition_point(|r| r.key() < (e, 0))
+        };
+        for rec in self.unacked.range_mut(..below_end).rev() {
             if rec.end() <= s {
                 break;
             }
@@ -175,63 +241,95 @@ impl DirLedger {
             self.capped = true;
             return None;
         }
-        self.unacked.insert(
-            key,
-            SegmentRecord {
-                rel_seq: s,
-                payload_len: seg.payload_len,
-                ip_len: seg.ip_len,
-                txs: vec![tx],
-                tx_count: 1,
-                superseded: false,
-                superseded_by: None,
-            },
-        );
+        let rec = SegmentRecord {
+            rel_seq: s,
+            payload_len: seg.payload_len,
+            ip_len: seg.ip_len,
+            txs: TxList::new(tx),
+            tx_count: 1,
+            superseded: false,
+            superseded_by: None,
+        };
+        if at == self.unacked.len() {
+            self.unacked.push_back(rec);
+        } else {
+            self.unacked.insert(at, rec);
+        }
         None
     }
 
     /// Record a cumulative ACK from the peer (relative, in this direction's
-    /// sequence space). Fully covered records leave the ledger.
+    /// sequence space). Fully covered records leave the ledger, in ledger order.
     pub fn on_ack(&mut self, rel_ack: i64, frame: FrameNo, ts: Timestamp) {
         if self.highest_ack.is_some_and(|a| rel_ack <= a) {
             return;
         }
         self.highest_ack = Some(rel_ack);
-        let done: Vec<(i64, u32)> = self
+        let outcome = Outcome::Acked { frame, ts };
+        // Common case: the acknowledged records are a prefix.
+        while self
             .unacked
-            .range(..(rel_ack, 0))
-            .filter(|(_, r)| r.end() <= rel_ack)
-            .map(|(k, _)| *k)
-            .collect();
-        for k in done {
-            if let Some(rec) = self.unacked.remove(&k) {
-                if !rec.superseded {
-                    self.acked_segments += 1;
-                    self.largest_acked_payload = self.largest_acked_payload.max(rec.payload_len);
-                    self.largest_acked_ip = self.largest_acked_ip.max(rec.ip_len);
-                }
-                if rec.retransmissions() >= self.retire_threshold {
-                    self.retired.push(Retired {
-                        record: rec,
-                        outcome: Outcome::Acked { frame, ts },
-                    });
+            .front()
+            .is_some_and(|r| r.rel_seq < rel_ack && r.end() <= rel_ack)
+        {
+            if let Some(rec) = self.unacked.pop_front() {
+                self.acked(rec, outcome);
+            }
+        }
+        // A record straddling the ACK (partly acknowledged) may hide fully
+        // acknowledged ones behind it (keys below `(rel_ack, 0)`).
+        if self.unacked.front().is_some_and(|r| r.rel_seq < rel_ack) {
+            let n = self.unacked.partition_point(|r| r.key() < (rel_ack, 0));
+            let mut i = 0;
+            let mut left = n;
+            while left > 0 {
+                left -= 1;
+                if self.unacked.get(i).is_some_and(|r| r.end() <= rel_ack) {
+                    if let Some(rec) = self.unacked.remove(i) {
+                        self.acked(rec, outcome);
+                    }
+                } else {
+                    i += 1;
                 }
             }
         }
     }
 
-    /// The unacknowledged record starting exactly at `rel_seq` with the largest length, if any.
-    pub fn record_at(&self, rel_seq: i64) -> Option<&SegmentRecord> {
-        self.unacked
-            .range((rel_seq, 0)..=(rel_seq, u32::MAX))
-            .next_back()
-            .map(|(_, r)| r)
+    #[inline]
+    fn acked(&mut self, rec: SegmentRecord, outcome: Outcome) {
+        if !rec.superseded {
+            self.acked_segments += 1;
+            self.largest_acked_payload = self.largest_acked_payload.max(rec.payload_len);
+            self.largest_acked_ip = self.largest_acked_ip.max(rec.ip_len);
+        }
+        if rec.retransmissions() >= self.retire_threshold {
+            self.retired.push(Retired {
+                record: rec,
+                outcome,
+            });
+        }
     }
 
-    /// End of capture: retire every remaining record at the threshold.
+    /// The unacknowledged record starting exactly at `rel_seq` with the largest length, if any.
+    pub fn record_at(&self, rel_seq: i64) -> Option<&SegmentRecord> {
+        let end = self
+            .unacked
+            .partition_point(|r| r.key() <= (rel_seq, u32::MAX));
+        end.checked_sub(1)
+            .and_then(|i| self.unacked.get(i))
+            .filter(|r| r.rel_seq == rel_seq)
+    }
+
+    /// Unacknowledged records held (at most [`MAX_RECORDS`]).
+    pub fn unacked_len(&self) -> usize {
+        self.unacked.len()
+    }
+
+    /// End of capture (or of the stream): retire every remaining record at
+    /// the threshold and free the queue.
     pub fn finish(&mut self) {
         let left = std::mem::take(&mut self.unacked);
-        for (_, rec) in left {
+        for rec in left {
             if rec.retransmissions() >= self.retire_threshold {
                 self.retired.push(Retired {
                     record: rec,
@@ -298,6 +396,169 @@ mod tests {
         assert!(is_backoff_ladder(&ms(&[214, 416, 832])));
         assert!(!is_backoff_ladder(&ms(&[214, 416, 100, 200])));
         assert!(!is_backoff_ladder(&ms(&[20, 21, 20])));
+    }
+
+    /// The ledger as it was with a `BTreeMap` (one node per segment): the
+    /// reference the queue must match, record for record.
+    #[derive(Default)]
+    struct Reference {
+        unacked: std::collections::BTreeMap<(i64, u32), (SegmentRecord, u32)>,
+        highest: Option<i64>,
+        retired: Vec<(i64, u32, u32, bool)>,
+    }
+
+    impl Reference {
+        fn data(&mut self, s: i64, len: u32, tx: Tx) {
+            let e = s + i64::from(len);
+            if self.highest.is_some_and(|a| e <= a) {
+                return;
+            }
+            if let Some((r, n)) = self.unacked.get_mut(&(s, len)) {
+                *n += 1;
+                r.tx_count += 1;
+                return;
+            }
+            for (_, (r, _)) in self.unacked.range_mut(..(e, 0)).rev() {
+                if r.end() <= s {
+                    break;
+                }
+                r.superseded = true;
+            }
+            let cap = if self.highest.is_some() {
+                MAX_RECORDS
+            } else {
+                MAX_RECORDS_UNACKED_PEER
+            };
+            if self.unacked.len() < cap {
+                let rec = SegmentRecord {
+                    rel_seq: s,
+                    payload_len: len,
+                    ip_len: len + 52,
+                    txs: TxList::new(tx),
+                    tx_count: 1,
+                    superseded: false,
+                    superseded_by: None,
+                };
+                self.unacked.insert((s, len), (rec, 0));
+            }
+        }
+        fn ack(&mut self, a: i64) {
+            if self.highest.is_some_and(|h| a <= h) {
+                return;
+            }
+            self.highest = Some(a);
+            let done: Vec<(i64, u32)> = self
+                .unacked
+                .range(..(a, 0))
+                .filter(|(_, (r, _))| r.end() <= a)
+                .map(|(k, _)| *k)
+                .collect();
+            for k in done {
+                if let Some((r, _)) = self.unacked.remove(&k) {
+                    self.retired
+                        .push((r.rel_seq, r.payload_len, r.tx_count, r.superseded));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn queue_matches_the_ordered_map_on_reordered_resegmented_traffic() {
+        use crate::synth::{segment, C2S};
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let mut l = DirLedger::new(0);
+        let mut r = Reference::default();
+        let mut nxt: i64 = 1;
+        let mut acked: i64 = 1;
+        for frame in 1..20_000u64 {
+            let ts = Timestamp(frame as i64 * 1000);
+            match next(10) {
+                0..=4 => {
+                    let len = [100u32, 536, 1448, 2896][next(4) as usize];
+                    let seg = segment(C2S, frame, ts, 7, nxt, len);
+                    l.on_data(&seg);
+                    r.data(
+                        nxt,
+                        len,
+                        Tx {
+                            frame: FrameNo(frame),
+                            ts,
+                        },
+                    );
+                    nxt += i64::from(len);
+                }
+                5..=6 => {
+                    // A re-send of older bytes, maybe with another geometry.
+                    let back = next(6000) as i64;
+                    let s = (nxt - back).max(acked);
+                    let len = [100u32, 536, 1448][next(3) as usize];
+                    let seg = segment(C2S, frame, ts, 7, s, len);
+                    l.on_data(&seg);
+                    r.data(
+                        s,
+                        len,
+                        Tx {
+                            frame: FrameNo(frame),
+                            ts,
+                        },
+                    );
+                }
+                _ => {
+                    let a = acked + next(4000) as i64;
+                    acked = a.min(nxt).max(acked);
+                    l.on_ack(acked, FrameNo(frame), ts);
+                    r.ack(acked);
+                }
+            }
+            let got: Vec<(i64, u32, u32, bool)> = l
+                .unacked
+                .iter()
+                .map(|x| (x.rel_seq, x.payload_len, x.tx_count, x.superseded))
+                .collect();
+            let want: Vec<(i64, u32, u32, bool)> = r
+                .unacked
+                .values()
+                .map(|(x, _)| (x.rel_seq, x.payload_len, x.tx_count, x.superseded))
+                .collect();
+            assert_eq!(got, want, "frame {frame}");
+        }
+        let got: Vec<(i64, u32, u32, bool)> = l
+            .take_retired()
+            .iter()
+            .map(|x| {
+                (
+                    x.record.rel_seq,
+                    x.record.payload_len,
+                    x.record.tx_count,
+                    x.record.superseded,
+                )
+            })
+            .collect();
+        assert_eq!(got, r.retired);
+        assert!(got.len() > 1000);
+    }
+
+    #[test]
+    fn a_segment_sent_once_keeps_its_transmission_inline() {
+        let tx = Tx {
+            frame: FrameNo(1),
+            ts: Timestamp(5),
+        };
+        let mut t = TxList::new(tx);
+        assert_eq!(t.as_slice(), &[tx]);
+        assert!(matches!(t.0, TxRepr::One(_)));
+        let tx2 = Tx {
+            frame: FrameNo(2),
+            ts: Timestamp(9),
+        };
+        t.push(tx2);
+        assert_eq!(&t[..], &[tx, tx2]);
     }
 
     #[test]

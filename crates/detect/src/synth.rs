@@ -22,8 +22,8 @@ use pcapsleuth_decode::{
     Decoded, IcmpKind, IpHeader, IpVersion, TcpFlags, TcpOptions, TcpSegment, Transport,
 };
 use pcapsleuth_flow::{
-    FlowEvent, FlowStarted, IcmpErrorEvent, PacketFlowInfo, PacketMeta, SegmentAnalysis,
-    SegmentEvent,
+    FlowEndReason, FlowEnded, FlowEvent, FlowStarted, IcmpErrorEvent, PacketFlowInfo, PacketMeta,
+    SegmentAnalysis, SegmentEvent,
 };
 use serde_json::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -176,6 +176,53 @@ pub fn frag_needed(
     }
 }
 
+/// The [`FlowEnded`] of `stream` (reason [`FlowEndReason::Closed`]) whose
+/// last frame was `last_frame` at `last_ts`.
+pub fn flow_ended(stream: StreamId, last_frame: u64, last_ts: Timestamp) -> FlowEvent {
+    FlowEvent::FlowEnded(FlowEnded {
+        stream,
+        last_frame: FrameNo(last_frame),
+        last_ts,
+        reason: FlowEndReason::Closed,
+    })
+}
+
+/// The first SYN of stream `stream` from port `40000 + stream` (frame
+/// `frame`, no ACK, window 64240, MSS 1460, client → server), with the
+/// [`FlowStarted`] before it: the two events a one-SYN flow (a SYN scan)
+/// gives a detector.
+pub fn syn_only(stream: u64, frame: u64, ts: Timestamp) -> [FlowEvent; 2] {
+    let client = Endpoint {
+        addr: CLIENT_V4,
+        port: 40000u16.wrapping_add(stream as u16),
+    };
+    let server = Endpoint {
+        addr: SERVER_V4,
+        port: 80,
+    };
+    let started = FlowEvent::FlowStarted(FlowStarted {
+        stream: StreamId(stream),
+        client,
+        server,
+        frame: FrameNo(frame),
+        ts,
+    });
+    let syn = SegmentEvent {
+        stream: StreamId(stream),
+        flags: TcpFlags(TcpFlags::SYN),
+        rel_ack: None,
+        ack: SeqNum(0),
+        window_raw: 64240,
+        window_bytes: None,
+        mss: Some(1460),
+        snd_una: 0,
+        snd_nxt: 1,
+        ip_len: 60,
+        ..segment(C2S, frame, ts, 1000, 0, 0)
+    };
+    [started, FlowEvent::Segment(syn)]
+}
+
 /// Evidence value `k` of finding `f`. Panics (naming the key) when it is missing.
 pub fn evidence<'a>(f: &'a Finding, k: &str) -> &'a Value {
     f.evidence
@@ -241,6 +288,21 @@ impl Script {
             Some(FlowEvent::Segment(s)) => s,
             _ => panic!("last event is not a segment"),
         }
+    }
+
+    /// Push the [`FlowEnded`] of stream 0 after the last event (no frame
+    /// counted: the flow table emits it with a later packet).
+    pub fn end_flow(&mut self) {
+        let ts = self
+            .events
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                FlowEvent::Segment(s) => Some(s.ts),
+                _ => None,
+            })
+            .unwrap_or(at(0.0));
+        self.events.push(flow_ended(StreamId(0), self.frame, ts));
     }
 
     /// Push any event (counts a frame).

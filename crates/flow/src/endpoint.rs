@@ -190,14 +190,14 @@ impl Side {
             if self.unacked.len() >= cap {
                 self.unacked_capped = true;
             } else {
-                self.unacked.push_back(tx);
+                crate::grow::push_back(&mut self.unacked, tx);
             }
             self.snd_nxt = end;
         }
         if self.recent.len() >= RECENT_RING {
             self.recent.pop_front();
         }
-        self.recent.push_back(tx);
+        crate::grow::push_back(&mut self.recent, tx);
         resent
     }
 
@@ -225,6 +225,11 @@ impl Side {
                 sample = None;
             }
             self.unacked.pop_front();
+        }
+        // Everything acknowledged: free the buffer (an idle open stream then
+        // holds none; the next transmission allocates 2 entries).
+        if self.unacked.is_empty() && self.unacked.capacity() > 0 {
+            self.unacked = VecDeque::new();
         }
         sample.filter(|s| *s >= 0)
     }

@@ -338,6 +338,47 @@ pub enum FlowEvent {
     IcmpError(IcmpErrorEvent),
     /// A UDP datagram, with its `udp.stream`.
     Datagram(DatagramEvent),
+    /// A `tcp.stream` left the flow table ([`FlowEnded`]): drop its state.
+    FlowEnded(FlowEnded),
+}
+
+/// Why the flow table retired a `tcp.stream` before the end of the capture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowEndReason {
+    /// Closed (RST seen, or both FINs acknowledged) and then quiet for
+    /// [`crate::FlowConfig::closed_quiet_ns`] of capture time.
+    Closed,
+    /// No packet for [`crate::FlowConfig::idle_timeout_ns`] of capture time
+    /// (longer than Linux's `TCP_RTO_MAX`, 120 s, so no live timer is cut).
+    Idle,
+    /// Evicted, least recently active first, because the table held
+    /// [`crate::FlowConfig::max_flows`] live streams (the report says so).
+    Evicted,
+}
+
+/// A `tcp.stream` retired from the flow table while the capture goes on
+/// (emitted once, before the events of the packet whose timestamp or arrival
+/// retired it; never at the end of the capture, where every stream is still
+/// live). Its summary is kept; every consumer must now conclude what it
+/// needs from the stream and drop its per-stream state, so memory stays
+/// O(active flows). A later packet of the same conversation that Wireshark
+/// would put in the same `tcp.stream` keeps that id but starts from fresh
+/// state (no second [`FlowStarted`]): consumers must accept segments of a
+/// stream they dropped. The only other event of a retired stream is, at the
+/// end of the capture, the [`StallEvent`] ended by [`StallEnd::CaptureEnd`]
+/// of a stream retired idle or evicted while a direction had something
+/// pending (its silence lasted until the capture end, as for a live stream).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FlowEnded {
+    /// `tcp.stream`.
+    pub stream: StreamId,
+    /// The stream's last frame.
+    pub last_frame: FrameNo,
+    /// Timestamp of its last frame, ns.
+    pub last_ts: Timestamp,
+    /// Why it was retired.
+    pub reason: FlowEndReason,
 }
 
 /// Zeek `conn_state` vocabulary.
@@ -411,12 +452,13 @@ pub struct Sighting {
 pub struct FlowSummary {
     /// `tcp.stream`.
     pub tcp_stream: StreamId,
-    /// Client address.
-    pub client: String,
+    /// Client address (the JSON contract's string is its `Display`:
+    /// dotted quad or RFC 5952 IPv6, made in `pcapsleuth-report`'s `wire.rs`).
+    pub client: IpAddr,
     /// Client port.
     pub client_port: u16,
-    /// Server address.
-    pub server: String,
+    /// Server address (see `client`).
+    pub server: IpAddr,
     /// Server port.
     pub server_port: u16,
     /// Packets both ways.

@@ -31,7 +31,7 @@
 //! # Identity
 //!
 //! - IPv4: the IP ID plus the L4 identity — TCP seq, ack, flags, window,
-//!   payload length, timestamps option, first SACK block and an FNV-1a hash of
+//!   payload length, timestamps option, first SACK block and a hash of
 //!   the first [`FINGERPRINT_PAYLOAD_BYTES`] captured payload bytes; UDP
 //!   payload length and payload hash.
 //! - IPv6 (no IP ID outside a Fragment header) and IPv4 ID 0 (Linux sends
@@ -49,14 +49,28 @@ use std::collections::{HashMap, VecDeque};
 /// captured with different snap lengths still match when both keep it).
 pub const FINGERPRINT_PAYLOAD_BYTES: usize = 32;
 
-/// FNV-1a (64-bit) over at most the first [`FINGERPRINT_PAYLOAD_BYTES`] of `p`.
+/// 64-bit hash of at most the first [`FINGERPRINT_PAYLOAD_BYTES`] of `p`
+/// (their number mixed in): eight bytes per multiply-rotate step, so the
+/// per-packet cost is four steps instead of FNV-1a's 32 dependent
+/// multiplies. Compared for equality only.
 pub(crate) fn payload_hash(p: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in p.iter().take(FINGERPRINT_PAYLOAD_BYTES) {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let p = &p[..p.len().min(FINGERPRINT_PAYLOAD_BYTES)];
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ (p.len() as u64);
+    let mut step = |w: u64| h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    let mut chunks = p.chunks_exact(8);
+    for c in &mut chunks {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        step(u64::from_le_bytes(b));
     }
-    h
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut b = [0u8; 8];
+        b[..rest.len()].copy_from_slice(rest);
+        step(u64::from_le_bytes(b));
+    }
+    h ^ (h >> 32)
 }
 
 /// The TCP part of a [`PacketFingerprint`]: every field NAT leaves alone.
@@ -76,7 +90,8 @@ pub struct TcpFingerprint {
     pub timestamps: Option<(u32, u32)>,
     /// First SACK block (left, right edge), if any.
     pub sack0: Option<(SeqNum, SeqNum)>,
-    /// FNV-1a of the first [`FINGERPRINT_PAYLOAD_BYTES`] captured payload bytes.
+    /// Hash of the first [`FINGERPRINT_PAYLOAD_BYTES`] captured payload bytes
+    /// (equal bytes, equal hash; the value itself carries no meaning).
     pub payload_hash: u64,
 }
 
@@ -85,7 +100,8 @@ pub struct TcpFingerprint {
 pub struct UdpFingerprint {
     /// Payload length in bytes (from the UDP length field).
     pub payload_len: u32,
-    /// FNV-1a of the first [`FINGERPRINT_PAYLOAD_BYTES`] captured payload bytes.
+    /// Hash of the first [`FINGERPRINT_PAYLOAD_BYTES`] captured payload bytes
+    /// (equal bytes, equal hash; the value itself carries no meaning).
     pub payload_hash: u64,
 }
 

@@ -12,7 +12,7 @@
 //! last 16 segments per stream missed those. This table instead:
 //! - keys each packet by a [`DupSig`]: its direction and its public
 //!   [`PacketFingerprint`] (IP ID, raw seq/ack, flags, payload length, raw
-//!   window, TCP timestamps, first SACK block, FNV-1a of the first 32 captured
+//!   window, TCP timestamps, first SACK block, a hash of the first 32 captured
 //!   payload bytes; `fingerprint.rs`), plus a 32-bit hash of it that is
 //!   scanned first;
 //! - matches in either time direction: `|Δts| ≤ FlowConfig::duplicate_window_ns`;
@@ -102,7 +102,7 @@ pub(crate) struct DupEntry {
     pub(crate) ts: Timestamp,
     /// Our verdict on the first sighting, copied to later sightings (the
     /// analyzer's recent-verdict ring is cut to 4 when a stream finishes).
-    pub(crate) analysis: SegmentAnalysis,
+    analysis: crate::packed::PackedAnalysis,
     /// Bytes in flight computed for the first sighting (0 = none; saturated
     /// at `u32::MAX`, far above any real flight size: the scaled window
     /// is at most 2^30 bytes, RFC 7323 §2.3).
@@ -124,6 +124,34 @@ pub(crate) struct SightingTable {
     places_overflow: bool,
     /// [`SightingTable::close`] kept pending entries; not yet handed to a [`SweepQueue`].
     sweep_wanted: bool,
+    /// Prefilter over `quick` ([`FILTER_BITS`] bits): a clear bit means no
+    /// entry has a hash with those low bits, so the scan is skipped. Bits of
+    /// dropped entries stay set until the next rebuild (a false "maybe" only
+    /// costs the scan). Built once [`FILTER_FROM`] entries are held.
+    filter: Option<Box<[u64; FILTER_BITS / 64]>>,
+    /// Entries remembered since the filter was last rebuilt.
+    since_rebuild: usize,
+}
+
+/// Bits of the per-stream prefilter (256 bytes).
+const FILTER_BITS: usize = 2048;
+/// Entries from which a stream gets its prefilter (below, the dense scan is
+/// as cheap).
+const FILTER_FROM: usize = 64;
+/// Insertions between two rebuilds of the prefilter from the live entries.
+const FILTER_REBUILD: usize = 2 * MAX_ENTRIES;
+
+/// Word and bit of the prefilter for hash `q`.
+fn filter_bit(q: u32) -> (usize, u64) {
+    let i = q as usize % FILTER_BITS;
+    (i / 64, 1u64 << (i % 64))
+}
+
+impl DupEntry {
+    /// Our verdict on the first sighting.
+    pub(crate) fn analysis(&self) -> SegmentAnalysis {
+        self.analysis.unpack()
+    }
 }
 
 impl SightingTable {
@@ -132,6 +160,7 @@ impl SightingTable {
         self.quick.capacity() * std::mem::size_of::<u32>()
             + self.entries.capacity() * std::mem::size_of::<DupEntry>()
             + self.places.capacity() * std::mem::size_of::<(SightKey, Timestamp)>()
+            + self.filter.as_ref().map_or(0, |_| FILTER_BITS / 8)
     }
 
     /// Number of remembered first sightings.
@@ -166,7 +195,14 @@ impl SightingTable {
         // entry: a branch-free pass over the column settles that first.
         let mut hit = None;
         let (qa, qb) = self.quick.as_slices();
-        if !contains_quick(qa, q) && !contains_quick(qb, q) {
+        let maybe = match &self.filter {
+            Some(f) => {
+                let (w, b) = filter_bit(q);
+                f[w] & b != 0
+            }
+            None => true,
+        };
+        if !maybe || (!contains_quick(qa, q) && !contains_quick(qb, q)) {
             self.remember(sig, q, key, frame, ts);
             return None;
         }
@@ -201,16 +237,43 @@ impl SightingTable {
             self.quick.pop_front();
             self.entries.pop_front();
         }
-        self.quick.push_back(q);
-        self.entries.push_back(DupEntry {
-            sig,
-            key,
-            frame,
-            ts,
-            analysis: SegmentAnalysis::default(),
-            bytes_in_flight: 0,
-            matched: false,
-        });
+        crate::grow::push_back(&mut self.quick, q);
+        self.since_rebuild += 1;
+        // Every held hash must stay in the filter while there is one.
+        match self.filter.as_mut() {
+            Some(f) if self.since_rebuild < FILTER_REBUILD => {
+                let (w, b) = filter_bit(q);
+                f[w] |= b;
+            }
+            Some(_) => self.rebuild_filter(),
+            None if self.quick.len() >= FILTER_FROM => self.rebuild_filter(),
+            None => {}
+        }
+        crate::grow::push_back(
+            &mut self.entries,
+            DupEntry {
+                sig,
+                key,
+                frame,
+                ts,
+                analysis: crate::packed::PackedAnalysis::default(),
+                bytes_in_flight: 0,
+                matched: false,
+            },
+        );
+    }
+
+    /// Build the prefilter from the hashes held.
+    fn rebuild_filter(&mut self) {
+        let f = self
+            .filter
+            .get_or_insert_with(|| Box::new([0; FILTER_BITS / 64]));
+        f.fill(0);
+        for &q in &self.quick {
+            let (w, b) = filter_bit(q);
+            f[w] |= b;
+        }
+        self.since_rebuild = 0;
     }
 
     /// Bytes in flight computed for this first sighting.
@@ -226,7 +289,7 @@ impl SightingTable {
         bytes_in_flight: Option<u64>,
     ) {
         if let Some(e) = self.entries.back_mut().filter(|e| e.frame == frame) {
-            e.analysis = analysis;
+            e.analysis = crate::packed::PackedAnalysis::pack(&analysis);
             e.bytes_in_flight = bytes_in_flight.map_or(0, |b| u32::try_from(b).unwrap_or(u32::MAX));
         }
     }
@@ -237,6 +300,8 @@ impl SightingTable {
                 p.1 = ts;
             }
         } else if self.places.len() < MAX_PLACES {
+            // Usually one place per stream: no room for four up front.
+            self.places.reserve_exact(1);
             self.places.push((key, ts));
         } else {
             self.places_overflow = true;
@@ -274,29 +339,41 @@ impl SightingTable {
     pub(crate) fn close(&mut self) {
         let n = self.entries.len();
         let keep_newest = n.saturating_sub(CLOSED_ENTRIES);
-        let mut pending = 0;
-        let mut i = n;
-        let mut kept: VecDeque<(u32, DupEntry)> = VecDeque::new();
-        while i > 0 {
-            i -= 1;
-            let (Some(q), Some(e)) = (self.quick.get(i), self.entries.get(i)) else {
-                break;
-            };
+        // Of the older entries, only the newest CLOSED_PENDING_ENTRIES
+        // unmatched ones stay: skip the oldest unmatched beyond that.
+        let unmatched_old = self
+            .entries
+            .iter()
+            .take(keep_newest)
+            .filter(|e| !e.matched)
+            .count();
+        let mut skip = unmatched_old.saturating_sub(CLOSED_PENDING_ENTRIES);
+        let mut i = 0;
+        // In place (a late segment of a closed stream closes it again).
+        self.entries.retain(|e| {
             let keep = if i >= keep_newest {
                 true
-            } else if !e.matched && pending < CLOSED_PENDING_ENTRIES {
-                pending += 1;
-                true
-            } else {
+            } else if e.matched {
                 false
+            } else if skip > 0 {
+                skip -= 1;
+                false
+            } else {
+                true
             };
-            if keep {
-                kept.push_front((*q, *e));
-            }
+            i += 1;
+            keep
+        });
+        self.quick.clear();
+        self.quick
+            .extend(self.entries.iter().map(|e| e.sig.quick()));
+        if self.entries.capacity() > self.entries.len() {
+            self.entries.shrink_to_fit();
+            self.quick.shrink_to_fit();
         }
-        self.quick = kept.iter().map(|k| k.0).collect();
-        self.entries = kept.into_iter().map(|k| k.1).collect();
         self.places.shrink_to_fit();
+        self.filter = None;
+        self.since_rebuild = 0;
         self.sweep_wanted = self.entries.len() > CLOSED_ENTRIES;
     }
 
@@ -314,6 +391,7 @@ impl SightingTable {
         self.quick.shrink_to_fit();
         self.entries.shrink_to_fit();
         self.places = Vec::new();
+        self.filter = None;
     }
 }
 

@@ -127,6 +127,20 @@ impl RttAcc {
         self.sum += i128::from(ns);
         self.n += 1;
     }
+    /// Fold in the samples of `other`.
+    pub(crate) fn merge(&mut self, other: &RttAcc) {
+        if other.n == 0 {
+            return;
+        }
+        if self.n == 0 || other.min < self.min {
+            self.min = other.min;
+        }
+        if self.n == 0 || other.max > self.max {
+            self.max = other.max;
+        }
+        self.sum += other.sum;
+        self.n += other.n;
+    }
     pub(crate) fn stats(&self) -> Option<RttStats> {
         (self.n > 0).then(|| RttStats {
             min: ms(self.min),

@@ -33,10 +33,10 @@
 //! port, RTP set up by SDP, …), which can merge or split pairs; those side
 //! effects are not copied (`docs/udp-stream-differences.md`).
 
+use crate::table::index::{key_hash, ConvIndex};
 use crate::{DatagramEvent, FlowEvent, PacketFlowInfo, PacketMeta};
 use pcapsleuth_core::{Direction, Endpoint, FlowKey, FrameNo, StreamId, Timestamp};
 use pcapsleuth_decode::{Decoded, IpHeader, IpVersion, QuotedPacket, UdpDatagram, UdpLayer};
-use std::collections::HashMap;
 
 /// Smallest quoted UDP header (bytes) that Wireshark dissects inside an ICMP
 /// error: `dissect` reads the checksum (offset 6..8) before the conversation lookup.
@@ -97,11 +97,13 @@ pub struct UdpLookup {
 }
 
 /// The UDP conversation table: one entry per unordered address/port pair,
-/// O(conversations) memory: a 112-byte [`UdpConversation`] (x86-64) plus a
-/// 48-byte map entry (key and id) per conversation.
+/// O(conversations) memory: a 112-byte [`UdpConversation`] (x86-64) plus an
+/// 8-byte index bucket per conversation. The record is the conversation's
+/// whole state (its summary), so nothing is retired: `udp.stream` numbering
+/// has no timeout in Wireshark either.
 #[derive(Debug, Clone, Default)]
 pub struct UdpTable {
-    by_key: HashMap<FlowKey, StreamId>,
+    by_key: ConvIndex,
     convs: Vec<UdpConversation>,
 }
 
@@ -121,16 +123,24 @@ impl UdpTable {
         ts: Timestamp,
     ) -> UdpLookup {
         let key = FlowKey::new(src, dst);
-        if let Some(&stream) = self.by_key.get(&key) {
-            if let Some(c) = self.convs.get(stream.0 as usize) {
+        let tag = key_hash(&key);
+        let convs = &self.convs;
+        let holds = |i: usize| {
+            convs
+                .get(i)
+                .is_some_and(|c| FlowKey::new(c.client, c.server) == key)
+        };
+        if let Some(i) = self.by_key.get(tag, holds) {
+            if let Some(c) = self.convs.get(i) {
                 return UdpLookup {
-                    stream,
+                    stream: c.stream,
                     dir: c.dir_of(src),
                     created: false,
                 };
             }
         }
-        let stream = StreamId(self.convs.len() as u64);
+        let idx = self.convs.len();
+        let stream = StreamId(idx as u64);
         self.convs.push(UdpConversation {
             stream,
             client: src,
@@ -142,7 +152,12 @@ impl UdpTable {
             packets: [0; 2],
             payload_bytes: [0; 2],
         });
-        self.by_key.insert(key, stream);
+        let convs = &self.convs;
+        self.by_key.set(tag, idx, |i| {
+            convs
+                .get(i)
+                .is_some_and(|c| FlowKey::new(c.client, c.server) == key)
+        });
         UdpLookup {
             stream,
             dir: Direction::ClientToServer,

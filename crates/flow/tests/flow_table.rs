@@ -603,7 +603,7 @@ fn summary_of_a_clean_connection() {
     assert_eq!(s.mss, [Some(1460), Some(1460)]);
     assert_eq!(s.window_scale, [Some(7), Some(8)]);
     assert_eq!(
-        (s.client.as_str(), s.client_port, s.server_port),
+        (s.client.to_string().as_str(), s.client_port, s.server_port),
         (A, 40000, 80)
     );
     assert!(s.rtt_ms.is_some());

@@ -161,14 +161,15 @@ fn probe_evidence(
 ) -> StallEvidence {
     let side = st.side(d);
     let peer = st.side(d.reverse());
-    let step = side.probe_step.saturating_add(1);
+    let step = side.lad().probe_step.saturating_add(1);
     let since = side
+        .lad()
         .probe_last
-        .or(peer.zero_mark.map(|m| m.ts))
+        .or(peer.lad().zero_mark.map(|m| m.ts))
         .unwrap_or(start.ts);
     let observed = seg.ts.0.saturating_sub(since.0);
-    let (expected, matched) = if step > 1 && side.probe_prev_gap_ns > 0 {
-        let e = side.probe_prev_gap_ns.saturating_mul(2);
+    let (expected, matched) = if step > 1 && side.lad().probe_prev_gap_ns > 0 {
+        let e = side.lad().probe_prev_gap_ns.saturating_mul(2);
         (e, matches_timer(observed, e))
     } else {
         rto_first(st, observed)
@@ -179,7 +180,7 @@ fn probe_evidence(
         expected_ms: Some(ms(expected)),
         observed_ms: Some(ms(observed)),
         matches_timer: Some(matched),
-        trigger_frame: peer.zero_mark.map(|m| m.frame),
+        trigger_frame: peer.lad().zero_mark.map(|m| m.frame),
         window_bytes: peer.window,
         ..ev("zero-window probe sent by the probe0 timer")
     }
@@ -206,7 +207,7 @@ fn zero_window(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) 
         d,
         StallCause::ReceiverZeroWindow,
         StallEvidence {
-            trigger_frame: peer.zero_mark.map(|m| m.frame),
+            trigger_frame: peer.lad().zero_mark.map(|m| m.frame),
             window_bytes: Some(0),
             segment_bytes: Some(seg.payload_len),
             ..ev(rule)
@@ -243,7 +244,7 @@ fn outstanding(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) 
         );
     }
     if f.rst() {
-        let cause = side.episode.unwrap_or(StallCause::Unknown);
+        let cause = side.lad().episode.unwrap_or(StallCause::Unknown);
         return Decision::Entry(d, cause, ev("reset while data was outstanding"));
     }
     if seg.dir == d {
@@ -268,14 +269,14 @@ fn outstanding(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) 
         .rel_ack
         .is_some_and(|a| f.ack() && side.acked.is_none_or(|x| a > x));
     if !acks_more {
-        let cause = side.episode.unwrap_or(StallCause::Unknown);
+        let cause = side.lad().episode.unwrap_or(StallCause::Unknown);
         return Decision::Entry(
             d,
             cause,
             ev("the peer's window changed, nothing acknowledged"),
         );
     }
-    if let Some(cause) = side.episode {
+    if let Some(cause) = side.lad().episode {
         return Decision::Entry(d, cause, ev("acknowledgement of re-sent bytes"));
     }
     let peer = st.side(seg.dir);
@@ -283,7 +284,7 @@ fn outstanding(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) 
         return dec;
     }
     if seg.payload_len > 0 && seg.rel_seq < peer.nxt.unwrap_or(0) {
-        let cause = peer.episode.unwrap_or(StallCause::DataRto);
+        let cause = peer.lad().episode.unwrap_or(StallCause::DataRto);
         return Decision::Entry(
             d,
             cause,
@@ -331,6 +332,7 @@ fn new_data_probe(
     let observed = seg.ts.0.saturating_sub(start.ts.0);
     let (expected, matched) = rto_first(st, observed);
     if let Some(fr) = side
+        .lad()
         .frag
         .filter(|fr| fr.at.ts.0 >= start.ts.0.saturating_sub(5 * MS) && fr.at.ts.0 <= seg.ts.0)
     {
@@ -398,7 +400,7 @@ fn retransmission(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEven
     let observed = rec.map_or(seg.ts.0.saturating_sub(start.ts.0), |r| {
         seg.ts.0.saturating_sub(r.last_tx.0)
     });
-    if side.rto_step == 0 && seg.rel_seq > acked && end >= nxt && seg.payload_len > 0 {
+    if side.lad().rto_step == 0 && seg.rel_seq > acked && end >= nxt && seg.payload_len > 0 {
         let rtt = st.rtt_ns().unwrap_or(0);
         // One segment out: PTO + TCP_RTO_MIN; else PTO + TCP_TIMEOUT_MIN (2 jiffies).
         let extra = if side.recent.len() <= 1 {
@@ -421,13 +423,13 @@ fn retransmission(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEven
             },
         );
     }
-    let step = if side.rto_seq == Some(seg.rel_seq) {
-        side.rto_step.saturating_add(1)
+    let step = if side.lad().rto_seq == Some(seg.rel_seq) {
+        side.lad().rto_step.saturating_add(1)
     } else {
         1
     };
-    let (expected, matched) = if step > 1 && side.rto_prev_gap_ns > 0 {
-        let e = side.rto_prev_gap_ns.saturating_mul(2);
+    let (expected, matched) = if step > 1 && side.lad().rto_prev_gap_ns > 0 {
+        let e = side.lad().rto_prev_gap_ns.saturating_mul(2);
         (e, matches_timer(observed, e))
     } else {
         rto_first(st, observed)
@@ -444,6 +446,7 @@ fn retransmission(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEven
     };
     let first_tx = rec.map_or(start.ts, |r| r.first_tx);
     if let Some(fr) = side
+        .lad()
         .frag
         .filter(|fr| fr.at.ts.0 >= first_tx.0.saturating_sub(5 * MS))
     {
@@ -454,7 +457,7 @@ fn retransmission(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEven
     let receiver_here = st.captured_at_receiver(d);
     let open = peer.window.is_some_and(|w| w >= u64::from(seg.payload_len)) && !peer.window_zero;
     let size_passed = side.largest_acked_ip >= seg.ip_len;
-    if open && size_passed && (side.dupack_open || (receiver_here && step > 1)) {
+    if open && size_passed && (side.lad().dupack_open || (receiver_here && step > 1)) {
         e.rule = "re-sent bytes reached the receiver, which kept its window open and did not acknowledge them";
         return Decision::Entry(d, StallCause::MissingZeroWindow, e);
     }

@@ -20,7 +20,7 @@ use pcapsleuth_decode::IcmpKind;
 use pcapsleuth_flow::{FlowEvent, IcmpErrorEvent, SegmentEvent};
 use rollup::Rollup;
 use state::{entry, FragNote, Mark, StreamState, WaitKind};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 /// Most retired stream ids remembered (see [`StallLedger`]).
 pub const MAX_RETIRED: usize = 65_536;
@@ -77,23 +77,73 @@ impl Default for LedgerConfig {
     }
 }
 
+/// Where the ledger keeps one stream (indexed by `tcp.stream`).
+///
+/// Most streams of a scan or a flood are one SYN and nothing else: such a
+/// stream is held in the 48 bytes of [`Slot::Syn`] (exactly what a
+/// [`StreamState`] would hold after that SYN) until a second segment comes.
+#[derive(Debug, Default)]
+enum Slot {
+    /// Never seen (or retired so long ago that it was forgotten).
+    #[default]
+    Vacant,
+    /// Announced by `FlowStarted`, no segment yet; `server` is the service
+    /// index of the rollup.
+    Started { client: Endpoint, server: u32 },
+    /// One plain SYN client → server (no ACK, RST, FIN or payload, relative
+    /// sequence 0, frame below 2^32). `bits`: [`SYN_HAS_MSS`], [`SYN_WINDOW_KNOWN`].
+    Syn {
+        ts: Timestamp,
+        frame: u32,
+        client: Endpoint,
+        server: u32,
+        mss: u16,
+        window_raw: u16,
+        bits: u8,
+    },
+    /// Any other live stream.
+    Full(Box<StreamState>),
+    /// Retired by the ledger (reset, or both FINs acknowledged): its late
+    /// segments — a re-sent RST, a last ACK — are ignored.
+    Retired,
+    /// Retired by the flow table ([`FlowEvent::FlowEnded`]) and concluded:
+    /// a later segment of the same `tcp.stream` starts a new state.
+    Ended { client: Endpoint, server: u32 },
+}
+
+/// [`Slot::Syn`]: the SYN carried an MSS option.
+const SYN_HAS_MSS: u8 = 1;
+/// [`Slot::Syn`]: the SYN's window in bytes was known (it is the raw field).
+const SYN_WINDOW_KNOWN: u8 = 2;
+
 /// The stall ledger: feed it every [`FlowEvent`] in frame order
 /// ([`StallLedger::on_event`]), then [`StallLedger::finish`].
 ///
-/// State is kept for active streams only (a stream is retired at its reset
-/// or when both FINs are acknowledged, and only its id is remembered, for at
-/// most [`MAX_RETIRED`] streams), with at most
-/// [`LedgerConfig::max_entries_per_stream`] entries each.
+/// State is kept for live streams only: a stream is retired at its reset or
+/// when both FINs are acknowledged (its id is remembered, for at most
+/// [`MAX_RETIRED`] streams, so its late segments are ignored), or when the
+/// flow table retires it ([`FlowEvent::FlowEnded`]: its waits are concluded
+/// as at the end of the capture, and only the entries are kept). Each stream
+/// holds at most [`LedgerConfig::max_entries_per_stream`] entries; a stream
+/// that only ever sent one SYN costs 48 bytes.
 #[derive(Debug, Default)]
 pub struct StallLedger {
     cfg: LedgerConfig,
-    active: HashMap<StreamId, StreamState>,
-    /// Recently retired streams (their late segments — a re-sent RST, a
-    /// last ACK — are ignored), at most [`MAX_RETIRED`], oldest forgotten first.
-    retired: HashSet<StreamId>,
+    /// Per `tcp.stream` (ids are dense, assigned in order by the flow table).
+    slots: Vec<Slot>,
+    /// Streams retired by the ledger, oldest first, at most [`MAX_RETIRED`].
     retired_order: VecDeque<StreamId>,
+    /// Streams retired by the flow table whose open waits end at the
+    /// capture's end (a zero window, a wait not yet past its timer): closed
+    /// in [`StallLedger::finish`].
+    open_at_end: Vec<StreamState>,
     rollup: Rollup,
     last: Option<Mark>,
+}
+
+/// `Some(index)` of a stream id in the slot table.
+fn slot_index(id: StreamId) -> Option<usize> {
+    usize::try_from(id.get()).ok()
 }
 
 impl StallLedger {
@@ -110,9 +160,68 @@ impl StallLedger {
         }
     }
 
-    /// Streams whose state is held now (the active ones).
+    /// Streams whose state is held now: announced or with segments, and not
+    /// retired (by the ledger or by [`FlowEvent::FlowEnded`]). Retired
+    /// streams that still wait for the capture's end to close a wait are
+    /// not counted (see [`StallLedger::waiting_for_end`]).
     pub fn active_streams(&self) -> usize {
-        self.active.len()
+        self.slots
+            .iter()
+            .filter(|s| matches!(s, Slot::Started { .. } | Slot::Syn { .. } | Slot::Full(_)))
+            .count()
+    }
+
+    /// Retired streams kept whole until [`StallLedger::finish`] because a
+    /// wait of theirs ends only with the capture (a zero window still
+    /// closed, a retransmission timer not yet due when they were retired).
+    pub fn waiting_for_end(&self) -> usize {
+        self.open_at_end.len()
+    }
+
+    /// Heap bytes held for streams now (the slot table and the states
+    /// behind it, without the entries' evidence): for memory tests.
+    pub fn state_bytes(&self) -> usize {
+        let boxed = |st: &StreamState| {
+            std::mem::size_of::<StreamState>()
+                + st.sides
+                    .iter()
+                    .map(|s| {
+                        s.recent.capacity() * std::mem::size_of::<state::SegRec>()
+                            + s.lad
+                                .as_ref()
+                                .map_or(0, |_| std::mem::size_of::<state::Ladders>())
+                    })
+                    .sum::<usize>()
+                + st.out.as_ref().map_or(0, |o| {
+                    std::mem::size_of::<state::StreamOut>()
+                        + o.entries.capacity() * std::mem::size_of::<StallEntry>()
+                })
+        };
+        self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self
+                .slots
+                .iter()
+                .map(|s| match s {
+                    Slot::Full(st) => boxed(st),
+                    _ => 0,
+                })
+                .sum::<usize>()
+            + self.open_at_end.iter().map(boxed).sum::<usize>()
+    }
+
+    /// The slot of `id`, the table grown to hold it (by a quarter at least,
+    /// so growth costs O(1) per stream and wastes at most a fifth).
+    fn slot_mut(&mut self, id: StreamId) -> Option<&mut Slot> {
+        let i = slot_index(id)?;
+        if i >= self.slots.len() {
+            let want = i + 1;
+            if want > self.slots.capacity() {
+                let extra = (want - self.slots.len()).max(self.slots.len() / 4);
+                self.slots.reserve_exact(extra);
+            }
+            self.slots.resize_with(want, Slot::default);
+        }
+        self.slots.get_mut(i)
     }
 
     /// Consume one flow event (in frame order).
@@ -120,10 +229,15 @@ impl StallLedger {
         match ev {
             FlowEvent::FlowStarted(s) => {
                 self.note_time(s.frame, s.ts);
-                self.rollup.connection(s.server);
-                self.active
-                    .entry(s.stream)
-                    .or_insert_with(|| StreamState::new(s.stream, s.client, s.server));
+                let server = self.rollup.connection(s.server);
+                if let Some(slot) = self.slot_mut(s.stream) {
+                    if matches!(slot, Slot::Vacant | Slot::Ended { .. }) {
+                        *slot = Slot::Started {
+                            client: s.client,
+                            server,
+                        };
+                    }
+                }
             }
             FlowEvent::Segment(seg) => {
                 self.note_time(seg.frame, seg.ts);
@@ -138,12 +252,34 @@ impl StallLedger {
             // 40 ms delayed ACKs and waits split by the peer's heartbeats);
             // windows are read from the segments.
             FlowEvent::Stall(_) | FlowEvent::WindowChange(_) | FlowEvent::Datagram(_) => {}
+            FlowEvent::FlowEnded(e) => self.on_flow_ended(e.stream),
         }
     }
 
     fn note_time(&mut self, frame: FrameNo, ts: Timestamp) {
         if self.last.is_none_or(|m| ts >= m.ts) {
             self.last = Some(Mark { frame, ts });
+        }
+    }
+
+    /// The full state of a live stream, made from its compact slot if need be.
+    fn state_mut(&mut self, id: StreamId) -> Option<&mut StreamState> {
+        let i = slot_index(id)?;
+        let slot = self.slots.get_mut(i)?;
+        let full = match *slot {
+            Slot::Full(_) => None,
+            Slot::Started { client, server } => {
+                Some(StreamState::new(id, client, self.rollup.server(server)?))
+            }
+            Slot::Syn { .. } => Some(syn_state(id, slot, &self.rollup)?),
+            Slot::Vacant | Slot::Retired | Slot::Ended { .. } => return None,
+        };
+        if let Some(st) = full {
+            *slot = Slot::Full(Box::new(st));
+        }
+        match slot {
+            Slot::Full(st) => Some(st),
+            _ => None,
         }
     }
 
@@ -154,8 +290,8 @@ impl StallLedger {
         let (Some(stream), Some(dir)) = (e.stream, e.quoted_dir) else {
             return;
         };
-        if let Some(st) = self.active.get_mut(&stream) {
-            st.sides[dir.index()].frag = Some(FragNote {
+        if let Some(st) = self.state_mut(stream) {
+            st.sides[dir.index()].lad_mut().frag = Some(FragNote {
                 at: Mark {
                     frame: e.frame,
                     ts: e.ts,
@@ -166,72 +302,134 @@ impl StallLedger {
     }
 
     fn on_segment(&mut self, seg: &SegmentEvent) {
-        if seg.duplicate_of.is_some() || self.retired.contains(&seg.stream) {
+        if seg.duplicate_of.is_some() {
             return;
         }
-        let max = self.cfg.max_entries_per_stream;
-        let cfg = self.cfg;
-        let st = self.active.entry(seg.stream).or_insert_with(|| {
-            let unknown = Endpoint {
-                addr: std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-                port: 0,
-            };
-            StreamState::new(seg.stream, unknown, unknown)
-        });
-        if let Some(p) = st.pending.take() {
-            if let Some((dir, cause, evd)) = resolve(st, &p, Some(seg)) {
-                let e = entry(st, dir, cause, (p.start, p.end), evd);
-                rollup::push(&mut st.out, e, max);
-            }
-        }
-        if let Some(c) = st.rto_check.take() {
-            check_crossed_rto(st, c, seg);
-        }
-        let thr = threshold(&cfg, st);
-        let now = Mark {
-            frame: seg.frame,
-            ts: seg.ts,
+        let Some(slot) = self.slot_mut(seg.stream) else {
+            return;
         };
-        let mut progressed = [false; 2];
-        for d in [Direction::ClientToServer, Direction::ServerToClient] {
-            if !st.is_progress(d, seg) {
-                continue;
+        match *slot {
+            Slot::Retired => return,
+            Slot::Started { client, server } | Slot::Ended { client, server } => {
+                if let Some(syn) = compact_syn(seg, client, server) {
+                    *slot = syn;
+                    return;
+                }
             }
-            progressed[d.index()] = true;
-            let (Some(start), Some(kind)) = (st.side(d).wait, st.wait_kind(d)) else {
-                continue;
-            };
-            if seg.ts.0.saturating_sub(start.ts.0) < thr {
-                continue;
-            }
-            let dec = classify(st, d, kind, start, seg);
-            record(st, d, kind, start, now, seg, dec, max);
+            _ => {}
         }
-        st.apply(seg);
-        for d in [Direction::ClientToServer, Direction::ServerToClient] {
-            let w = &mut st.sides[d.index()].wait;
-            // A frame out of timestamp order (multi-interface pcapng) never
-            // moves a wait's start back in time.
-            let later = w.is_none_or(|m| now.ts >= m.ts);
-            if (progressed[d.index()] || w.is_none()) && later {
-                *w = Some(now);
+        let unknown = Endpoint {
+            addr: std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            port: 0,
+        };
+        if self.state_mut(seg.stream).is_none() {
+            // A stream never announced (or forgotten after its retirement),
+            // or one the flow table retired and sees again.
+            let rollup = &self.rollup;
+            if let Some(slot) = slot_index(seg.stream).and_then(|i| self.slots.get_mut(i)) {
+                let st = match *slot {
+                    Slot::Ended { client, server } => StreamState::new(
+                        seg.stream,
+                        client,
+                        rollup.server(server).unwrap_or(unknown),
+                    ),
+                    _ => StreamState::new(seg.stream, unknown, unknown),
+                };
+                *slot = Slot::Full(Box::new(st));
             }
         }
-        let done = seg.flags.rst()
-            || st
-                .sides
-                .iter()
-                .all(|s| s.fin_sent && s.outstanding() == 0 && s.acked.is_some());
-        if done && st.pending.is_none() {
-            if let Some(st) = self.active.remove(&seg.stream) {
-                if self.retired_order.len() >= MAX_RETIRED {
-                    if let Some(old) = self.retired_order.pop_front() {
-                        self.retired.remove(&old);
+        let cfg = self.cfg;
+        let Some(st) = self.state_mut(seg.stream) else {
+            return;
+        };
+        let done = segment(&cfg, st, seg);
+        if done {
+            self.retire(seg.stream);
+        }
+    }
+
+    /// The ledger retires stream `id` (reset, or both FINs acknowledged).
+    fn retire(&mut self, id: StreamId) {
+        let Some(slot) = slot_index(id).and_then(|i| self.slots.get_mut(i)) else {
+            return;
+        };
+        let Slot::Full(st) = std::mem::replace(slot, Slot::Retired) else {
+            return;
+        };
+        if self.retired_order.len() >= MAX_RETIRED {
+            if let Some(old) = self.retired_order.pop_front() {
+                if let Some(s) = slot_index(old).and_then(|i| self.slots.get_mut(i)) {
+                    if matches!(s, Slot::Retired) {
+                        *s = Slot::Vacant;
                     }
                 }
-                self.retired.insert(st.id);
-                self.retired_order.push_back(st.id);
+            }
+        }
+        self.retired_order.push_back(id);
+        self.rollup.stream(*st);
+    }
+
+    /// The flow table retired `id`: conclude its waits as the end of the
+    /// capture would (a wait whose close depends on where the capture ends
+    /// keeps the stream until [`StallLedger::finish`]) and drop its state.
+    fn on_flow_ended(&mut self, id: StreamId) {
+        let Some(slot) = slot_index(id).and_then(|i| self.slots.get_mut(i)) else {
+            return;
+        };
+        let st = match std::mem::take(slot) {
+            Slot::Started { client, server } | Slot::Ended { client, server } => {
+                *slot = Slot::Ended { client, server };
+                return;
+            }
+            s @ Slot::Syn { .. } => match syn_state(id, &s, &self.rollup) {
+                Some(st) => st,
+                None => return,
+            },
+            Slot::Full(st) => *st,
+            s @ (Slot::Vacant | Slot::Retired) => {
+                *slot = s;
+                return;
+            }
+        };
+        if let Some(server) = self.rollup.service_of(&st.server) {
+            *slot = Slot::Ended {
+                client: st.client,
+                server,
+            };
+        }
+        self.conclude(st);
+    }
+
+    /// Close what `st` still waits for, now if the end of the capture cannot
+    /// change it, else at [`StallLedger::finish`].
+    fn conclude(&mut self, mut st: StreamState) {
+        let max = self.cfg.max_entries_per_stream;
+        if let Some(p) = st.pending.take() {
+            if let Some((dir, cause, evd)) = resolve(&st, &p, None) {
+                let e = entry(&st, dir, cause, (p.start, p.end), evd);
+                rollup::push(&mut st, e, max);
+            }
+        }
+        st.rto_check = None;
+        let thr = threshold(&self.cfg, &st);
+        let never = Mark {
+            frame: FrameNo(u64::MAX),
+            ts: Timestamp(i64::MAX),
+        };
+        let now = self.last.map(|end| open_entries(&st, end, thr));
+        match now {
+            // The capture going on cannot change these entries.
+            Some(now) if now == open_entries(&st, never, thr) => {
+                for e in now.into_iter().flatten() {
+                    rollup::push(&mut st, e, max);
+                }
                 self.rollup.stream(st);
+            }
+            _ => {
+                for s in st.sides.iter_mut() {
+                    s.recent = VecDeque::new();
+                }
+                self.open_at_end.push(st);
             }
         }
     }
@@ -240,23 +438,168 @@ impl StallLedger {
     /// windows, retransmission ladders) at the last frame, and build the report.
     pub fn finish(mut self) -> LedgerReport {
         let max = self.cfg.max_entries_per_stream;
-        let mut streams: Vec<StreamState> = self.active.drain().map(|(_, s)| s).collect();
-        streams.sort_by_key(|s| s.id);
-        for mut st in streams {
+        let slots = std::mem::take(&mut self.slots);
+        if let Some(end) = self.last {
+            // A lone SYN that waited past the threshold is one ledger each
+            // (a SYN scan's): room for them at once, not by doubling.
+            let syns = slots
+                .iter()
+                .filter(|s| match s {
+                    Slot::Syn { ts, .. } => end.ts.0.saturating_sub(ts.0) >= self.cfg.min_stall_ns,
+                    _ => false,
+                })
+                .count();
+            self.rollup.reserve_streams(syns);
+        }
+        let mut states = std::mem::take(&mut self.open_at_end);
+        for st in states.drain(..) {
+            self.close_at_end(st);
+        }
+        for (i, slot) in slots.into_iter().enumerate() {
+            let id = StreamId(i as u64);
+            let mut st = match slot {
+                Slot::Full(st) => *st,
+                s @ Slot::Syn { .. } => match syn_state(id, &s, &self.rollup) {
+                    Some(st) => st,
+                    None => continue,
+                },
+                _ => continue,
+            };
             if let Some(p) = st.pending.take() {
                 if let Some((dir, cause, evd)) = resolve(&st, &p, None) {
                     let e = entry(&st, dir, cause, (p.start, p.end), evd);
-                    rollup::push(&mut st.out, e, max);
+                    rollup::push(&mut st, e, max);
                 }
             }
-            if let Some(end) = self.last {
-                let thr = threshold(&self.cfg, &st);
-                close_open(&mut st, end, thr, max);
-            }
-            self.rollup.stream(st);
+            self.close_at_end(st);
         }
         self.rollup.report(self.cfg.min_stall_ns)
     }
+
+    /// Close `st`'s open waits at the capture's last frame and roll it up.
+    fn close_at_end(&mut self, mut st: StreamState) {
+        if let Some(end) = self.last {
+            let thr = threshold(&self.cfg, &st);
+            for e in open_entries(&st, end, thr).into_iter().flatten() {
+                rollup::push(&mut st, e, self.cfg.max_entries_per_stream);
+            }
+        }
+        self.rollup.stream(st);
+    }
+}
+
+/// The compact slot of `seg` when it is the first segment of a stream
+/// announced with `client` and service `server`, and a plain SYN (see
+/// [`Slot::Syn`]); `None` otherwise.
+fn compact_syn(seg: &SegmentEvent, client: Endpoint, server: u32) -> Option<Slot> {
+    let f = seg.flags;
+    let plain = f.syn() && !f.ack() && !f.rst() && !f.fin();
+    let window_known = match seg.window_bytes {
+        None => false,
+        Some(w) if w == u64::from(seg.window_raw) => true,
+        Some(_) => return None,
+    };
+    if !plain
+        || seg.dir != Direction::ClientToServer
+        || seg.payload_len != 0
+        || seg.rel_seq != 0
+        || state::is_probe(seg)
+    {
+        return None;
+    }
+    let frame = u32::try_from(seg.frame.get()).ok()?;
+    Some(Slot::Syn {
+        ts: seg.ts,
+        frame,
+        client,
+        server,
+        mss: seg.mss.unwrap_or(0),
+        window_raw: seg.window_raw,
+        bits: (u8::from(seg.mss.is_some()) * SYN_HAS_MSS)
+            | (u8::from(window_known) * SYN_WINDOW_KNOWN),
+    })
+}
+
+/// The full state of stream `id` held in a [`Slot::Syn`] (`None` for
+/// another slot).
+fn syn_state(id: StreamId, slot: &Slot, rollup: &Rollup) -> Option<StreamState> {
+    let Slot::Syn {
+        ts,
+        frame,
+        client,
+        server,
+        mss,
+        window_raw,
+        bits,
+    } = *slot
+    else {
+        return None;
+    };
+    let server = rollup.server(server)?;
+    let mss = (bits & SYN_HAS_MSS != 0).then_some(mss);
+    let window = (bits & SYN_WINDOW_KNOWN != 0).then_some(u64::from(window_raw));
+    Some(StreamState::after_syn(
+        id,
+        (client, server),
+        Mark {
+            frame: FrameNo(u64::from(frame)),
+            ts,
+        },
+        mss,
+        window,
+    ))
+}
+
+/// Fold one segment of a live stream into its state: close (and classify)
+/// the waits it ends, apply it, start the next waits. True when the stream
+/// is done (reset, or both FINs acknowledged, nothing left to decide).
+fn segment(cfg: &LedgerConfig, st: &mut StreamState, seg: &SegmentEvent) -> bool {
+    let max = cfg.max_entries_per_stream;
+    if let Some(p) = st.pending.take() {
+        if let Some((dir, cause, evd)) = resolve(st, &p, Some(seg)) {
+            let e = entry(st, dir, cause, (p.start, p.end), evd);
+            rollup::push(st, e, max);
+        }
+    }
+    if let Some(c) = st.rto_check.take() {
+        check_crossed_rto(st, c, seg);
+    }
+    let thr = threshold(cfg, st);
+    let now = Mark {
+        frame: seg.frame,
+        ts: seg.ts,
+    };
+    let mut progressed = [false; 2];
+    for d in [Direction::ClientToServer, Direction::ServerToClient] {
+        if !st.is_progress(d, seg) {
+            continue;
+        }
+        progressed[d.index()] = true;
+        let (Some(start), Some(kind)) = (st.side(d).wait, st.wait_kind(d)) else {
+            continue;
+        };
+        if seg.ts.0.saturating_sub(start.ts.0) < thr {
+            continue;
+        }
+        let dec = classify(st, d, kind, start, seg);
+        record(st, d, kind, start, now, seg, dec, max);
+    }
+    st.apply(seg);
+    for d in [Direction::ClientToServer, Direction::ServerToClient] {
+        let w = &mut st.sides[d.index()].wait;
+        // A frame out of timestamp order (multi-interface pcapng) never
+        // moves a wait's start back in time.
+        let later = w.is_none_or(|m| now.ts >= m.ts);
+        if (progressed[d.index()] || w.is_none()) && later {
+            *w = Some(now);
+        }
+    }
+    let done = seg.flags.rst()
+        || st
+            .sides
+            .iter()
+            .all(|s| s.fin_sent && s.outstanding() == 0 && s.acked.is_some());
+    done && st.pending.is_none()
 }
 
 /// Shortest wait recorded on `st`: the configured minimum or twice the
@@ -283,18 +626,18 @@ fn record(
         Decision::Provisional(p) => st.pending = Some(p),
         Decision::Since(from, dir, cause, evd) => {
             let e = entry(st, dir, cause, (from, now), evd);
-            rollup::push(&mut st.out, e, max);
+            rollup::push(st, e, max);
         }
         Decision::Entry(dir, cause, evd) => {
             if seg.dir == d && matches!(evd.timer, Some(TimerKind::Rto) | Some(TimerKind::Tlp)) {
-                let s = &mut st.sides[d.index()];
+                let s = st.sides[d.index()].lad_mut();
                 if evd.timer == Some(TimerKind::Rto) {
                     s.rto_seq = Some(seg.rel_seq);
                     s.rto_step = evd.step.unwrap_or(1);
                     s.rto_prev_gap_ns = evd.observed_ms.map_or(0, |m| (m * 1e6) as i64);
                 }
                 s.episode = Some(cause);
-                let idx = st.out.entries.len();
+                let idx = st.out.as_ref().map_or(0, |o| o.entries.len());
                 let first = *s.episode_idx.get_or_insert(idx);
                 if cause == StallCause::DataRto && evd.step == Some(1) && idx < max {
                     st.rto_check = Some(state::RtoCheck {
@@ -305,11 +648,11 @@ fn record(
                     });
                 }
                 if matches!(cause, StallCause::PathMtu | StallCause::MissingZeroWindow) {
-                    relabel_episode(&mut st.out, d, first, cause);
+                    relabel_episode(st.out_mut(), d, first, cause);
                 }
             }
             let e = entry(st, dir, cause, (start, now), evd);
-            rollup::push(&mut st.out, e, max);
+            rollup::push(st, e, max);
         }
     }
 }
@@ -336,29 +679,31 @@ fn check_crossed_rto(st: &mut StreamState, c: state::RtoCheck, seg: &SegmentEven
         && peer
             .mss
             .is_some_and(|m| seg.payload_len + 40 <= u32::from(m));
-    let frag = peer.frag.is_some();
+    let frag = peer.lad().frag.is_some();
     if !(crossed && (below_mss || frag)) {
         return;
     }
-    let Some(e) = st.out.entries.get_mut(c.idx) else {
+    let Some(out) = st.out.as_deref_mut() else {
+        return;
+    };
+    let Some(e) = out.entries.get_mut(c.idx) else {
         return;
     };
     if e.cause != StallCause::DataRto {
         return;
     }
     let dur = e.end_ns.saturating_sub(e.start_ns);
-    let old = &mut st.out.by_cause[StallCause::DataRto.index()];
+    let old = &mut out.by_cause[StallCause::DataRto.index()];
     old.0 = old.0.saturating_sub(1);
     old.1 = old.1.saturating_sub(dur);
-    let new = &mut st.out.by_cause[StallCause::Probe0.index()];
+    let new = &mut out.by_cause[StallCause::Probe0.index()];
     new.0 += 1;
     new.1 = new.1.saturating_add(dur);
     e.cause = StallCause::Probe0;
     e.evidence.trigger_frame = Some(seg.frame);
     e.evidence.segment_bytes = Some(seg.payload_len);
     e.evidence.rule = "re-sent by the RTO as the peer's answer, held as long by its probe0 timer and cut below its MSS (path MTU), crossed it";
-    let s = &mut st.sides[c.dir.index()];
-    s.episode = Some(StallCause::Probe0);
+    st.sides[c.dir.index()].lad_mut().episode = Some(StallCause::Probe0);
 }
 
 /// A later step showed what the whole retransmission episode of `d` was:
@@ -382,7 +727,9 @@ fn relabel_episode(out: &mut state::StreamOut, d: Direction, first: usize, cause
 /// Waits still open at the end of the capture: only those a timer or the
 /// receiver was holding (a SYN unanswered, a zero window, a retransmission
 /// ladder); anything else is an idle connection or a capture cut short.
-fn close_open(st: &mut StreamState, end: Mark, thr: i64, max: usize) {
+/// The entries when the capture ends at `end`, client → server first.
+fn open_entries(st: &StreamState, end: Mark, thr: i64) -> [Option<StallEntry>; 2] {
+    let mut out = [None, None];
     for d in [Direction::ClientToServer, Direction::ServerToClient] {
         let (Some(start), Some(kind)) = (st.side(d).wait, st.wait_kind(d)) else {
             continue;
@@ -406,11 +753,16 @@ fn close_open(st: &mut StreamState, end: Mark, thr: i64, max: usize) {
                 "zero window still closed at capture end",
                 None,
             ),
-            WaitKind::Outstanding => match side.episode {
+            WaitKind::Outstanding => match side.lad().episode {
                 Some(c) => (
                     c,
                     "retransmission ladder still open at capture end",
-                    Some(side.rto_prev_gap_ns.saturating_mul(2).max(TCP_RTO_MIN_NS)),
+                    Some(
+                        side.lad()
+                            .rto_prev_gap_ns
+                            .saturating_mul(2)
+                            .max(TCP_RTO_MIN_NS),
+                    ),
                 ),
                 None => continue,
             },
@@ -436,6 +788,7 @@ fn close_open(st: &mut StreamState, end: Mark, thr: i64, max: usize) {
         };
         let mut e = entry(st, d, cause, (start, stop), evd);
         e.open_at_capture_end = true;
-        rollup::push(&mut st.out, e, max);
+        out[d.index()] = Some(e);
     }
+    out
 }

@@ -9,15 +9,20 @@ use std::collections::HashMap;
 type ByCause = [(u64, i64); StallCause::ALL.len()];
 
 /// Add `e` to a stream's output: counted always, kept while under `max`.
-pub(crate) fn push(out: &mut StreamOut, e: StallEntry, max: usize) {
+pub(crate) fn push(st: &mut StreamState, e: StallEntry, max: usize) {
     let dur = e.end_ns.saturating_sub(e.start_ns);
     if dur <= 0 {
         return;
     }
+    let out = st.out_mut();
     let slot = &mut out.by_cause[e.cause.index()];
     slot.0 += 1;
     slot.1 = slot.1.saturating_add(dur);
     if out.entries.len() < max {
+        if out.entries.capacity() == 0 {
+            // Most streams stall once: no room for four (Vec's first growth).
+            out.entries.reserve_exact(1);
+        }
         out.entries.push(e);
     } else {
         out.dropped += 1;
@@ -117,27 +122,70 @@ struct ServiceAcc {
 pub(crate) struct Rollup {
     streams: Vec<StreamLedger>,
     by: ByCause,
-    services: HashMap<Endpoint, ServiceAcc>,
+    /// Every server endpoint seen, with its index in `services`.
+    service_index: HashMap<Endpoint, u32>,
+    services: Vec<(Endpoint, ServiceAcc)>,
 }
 
 impl Rollup {
-    /// A connection to `server` started.
-    pub fn connection(&mut self, server: Endpoint) {
-        self.services.entry(server).or_default().connections += 1;
+    /// The index of `server`'s service (added when new).
+    fn service(&mut self, server: Endpoint) -> usize {
+        let next = self.services.len();
+        let i = *self
+            .service_index
+            .entry(server)
+            .or_insert_with(|| u32::try_from(next).unwrap_or(u32::MAX));
+        let i = i as usize;
+        if i == next {
+            self.services.push((server, ServiceAcc::default()));
+        }
+        i
+    }
+
+    /// A connection to `server` started: the index of its service (see
+    /// [`Rollup::server`]).
+    pub fn connection(&mut self, server: Endpoint) -> u32 {
+        let i = self.service(server);
+        if let Some((_, acc)) = self.services.get_mut(i) {
+            acc.connections += 1;
+        }
+        u32::try_from(i).unwrap_or(u32::MAX)
+    }
+
+    /// The server endpoint of service index `i` (from [`Rollup::connection`]).
+    pub fn server(&self, i: u32) -> Option<Endpoint> {
+        self.services.get(i as usize).map(|(e, _)| *e)
+    }
+
+    /// The service index of `server`, if a connection to it started.
+    pub fn service_of(&self, server: &Endpoint) -> Option<u32> {
+        self.service_index.get(server).copied()
+    }
+
+    /// Room for `n` more stream ledgers.
+    pub fn reserve_streams(&mut self, n: usize) {
+        self.streams.reserve_exact(n);
     }
 
     /// A stream is done: keep its ledger if it stalled.
     pub fn stream(&mut self, st: StreamState) {
-        let total: i64 = st
-            .out
+        let Some(out) = st.out else {
+            return;
+        };
+        let total: i64 = out
             .by_cause
             .iter()
             .fold(0i64, |acc, x| acc.saturating_add(x.1));
         if total == 0 {
             return;
         }
-        let mut entries = st.out.entries;
+        let StreamOut {
+            mut entries,
+            dropped,
+            by_cause,
+        } = *out;
         entries.sort_by_key(|e| (e.end_ns, e.start_ns));
+        entries.shrink_to_fit();
         let kept_ns = entries.iter().fold(0i64, |acc, e| {
             acc.saturating_add(e.end_ns.saturating_sub(e.start_ns))
         });
@@ -146,11 +194,14 @@ impl Rollup {
         let first = st.first_ts.map_or(0, |t| t.0);
         let last = st.last_ts.map_or(0, |t| t.0);
         let span = last.saturating_sub(first).max(0).max(stall_ns);
-        add(&mut self.by, &st.out.by_cause);
-        let svc = self.services.entry(st.server).or_default();
+        add(&mut self.by, &by_cause);
+        let i = self.service(st.server);
+        let Some((_, svc)) = self.services.get_mut(i) else {
+            return;
+        };
         svc.stalled += 1;
         svc.stall_ns = svc.stall_ns.saturating_add(stall_ns);
-        add(&mut svc.by, &st.out.by_cause);
+        add(&mut svc.by, &by_cause);
         self.streams.push(StreamLedger {
             tcp_stream: st.id,
             client: st.client,
@@ -159,10 +210,10 @@ impl Rollup {
             last_ns: last,
             duration_ms: ms(last.saturating_sub(first)),
             stall_ms: ms(stall_ns),
-            time_lost_by_cause: cause_times(&st.out.by_cause),
-            summary: summary(stall_ns, span, &st.out.by_cause),
+            time_lost_by_cause: cause_times(&by_cause),
+            summary: summary(stall_ns, span, &by_cause),
             stalls: entries,
-            stalls_dropped: st.out.dropped,
+            stalls_dropped: dropped,
         });
     }
 

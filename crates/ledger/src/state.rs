@@ -67,10 +67,22 @@ pub(crate) struct Side {
     pub window: Option<u64>,
     /// This side last advertised a raw window of 0.
     pub window_zero: bool,
-    pub zero_mark: Option<Mark>,
     pub recent: VecDeque<SegRec>,
     pub largest_acked_ip: u32,
-    /// RTO ladder in progress: the sequence re-sent, its step, the previous gap.
+    /// Timer ladders and rare notes, allocated at their first use (most
+    /// sides never retransmit, probe, close their window or get an ICMP).
+    pub lad: Option<Box<Ladders>>,
+    pub min_rtt_ns: Option<i64>,
+    /// Start of this direction's current wait (its last progress).
+    pub wait: Option<Mark>,
+    pub last_seen: Option<Timestamp>,
+}
+
+/// A side's timer ladders (RTO, zero-window probes) and rare notes (its
+/// zero window, an ICMP frag-needed about it): boxed in [`Side::lad`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ladders {
+    /// RTO ladder in progress: the sequence re-sent, its step, the previous gap (ns).
     pub rto_seq: Option<i64>,
     pub rto_step: u32,
     pub rto_prev_gap_ns: i64,
@@ -84,14 +96,37 @@ pub(crate) struct Side {
     pub probe_prev_gap_ns: i64,
     /// The peer answered a retransmission with a non-advancing ACK and an open window.
     pub dupack_open: bool,
-    pub min_rtt_ns: Option<i64>,
+    /// Where this side last advertised a zero window (after an open one).
+    pub zero_mark: Option<Mark>,
     pub frag: Option<FragNote>,
-    /// Start of this direction's current wait (its last progress).
-    pub wait: Option<Mark>,
-    pub last_seen: Option<Timestamp>,
 }
 
+/// [`Ladders`] of a side that has none.
+const NO_LADDERS: Ladders = Ladders {
+    rto_seq: None,
+    rto_step: 0,
+    rto_prev_gap_ns: 0,
+    episode: None,
+    episode_idx: None,
+    probe_step: 0,
+    probe_last: None,
+    probe_prev_gap_ns: 0,
+    dupack_open: false,
+    zero_mark: None,
+    frag: None,
+};
+
 impl Side {
+    /// This side's ladders (all empty when never allocated).
+    pub fn lad(&self) -> &Ladders {
+        self.lad.as_deref().unwrap_or(&NO_LADDERS)
+    }
+
+    /// This side's ladders, allocated on first use.
+    pub fn lad_mut(&mut self) -> &mut Ladders {
+        self.lad.get_or_insert_with(|| Box::new(NO_LADDERS))
+    }
+
     /// A SYN (or SYN/ACK) sent and not yet acknowledged.
     pub fn syn_pending(&self) -> bool {
         self.syn_count > 0 && self.acked.is_none_or(|a| a < 1) && !self.rst_sent
@@ -107,7 +142,9 @@ impl Side {
 
     /// Time of the last transmission of the segment starting at `seq`.
     pub fn last_tx_of(&self, seq: i64) -> Option<&SegRec> {
-        self.recent.iter().rev().find(|r| r.seq == seq)
+        // `recent` is ordered by sequence, one record per sequence (`note_tx`).
+        let i = self.recent.binary_search_by_key(&seq, |r| r.seq).ok()?;
+        self.recent.get(i)
     }
 }
 
@@ -167,7 +204,8 @@ pub(crate) struct StreamState {
     /// A first RTO step just recorded: if the peer's answer crosses it, the
     /// peer was held by its own timer (see `lib.rs`, `check_crossed_rto`).
     pub rto_check: Option<RtoCheck>,
-    pub out: StreamOut,
+    /// Allocated at the stream's first entry (most streams never stall).
+    pub out: Option<Box<StreamOut>>,
 }
 
 /// A first-step RTO entry to re-examine on the peer's next segment.
@@ -199,8 +237,43 @@ impl StreamState {
             hs_ack: None,
             pending: None,
             rto_check: None,
-            out: StreamOut::default(),
+            out: None,
         }
+    }
+
+    /// The state of a stream whose only segment so far is a plain SYN
+    /// client → server (no ACK, RST, FIN or payload, relative sequence 0,
+    /// window `window` bytes, MSS option `mss`) at `at`: what [`Self::new`]
+    /// followed by [`Self::apply`] of that SYN holds, with both directions'
+    /// waits starting at it (as `StallLedger` sets them).
+    pub fn after_syn(
+        id: StreamId,
+        (client, server): (Endpoint, Endpoint),
+        at: Mark,
+        mss: Option<u16>,
+        window: Option<u64>,
+    ) -> Self {
+        let mut st = StreamState::new(id, client, server);
+        st.first_ts = Some(at.ts);
+        st.last_ts = Some(at.ts);
+        st.hs_syn = Some(at.ts);
+        let s = &mut st.sides[Direction::ClientToServer.index()];
+        s.seen = true;
+        s.last_seen = Some(at.ts);
+        s.syn_count = 1;
+        s.syn_last = Some(at.ts);
+        s.mss = mss;
+        s.nxt = Some(1);
+        s.window = window;
+        for side in st.sides.iter_mut() {
+            side.wait = Some(at);
+        }
+        st
+    }
+
+    /// The stream's output, allocated on first use.
+    pub fn out_mut(&mut self) -> &mut StreamOut {
+        self.out.get_or_insert_with(Box::default)
     }
 
     pub fn side(&self, d: Direction) -> &Side {
@@ -315,7 +388,7 @@ impl StreamState {
         self.note_handshake(seg);
         let d = seg.dir;
         self.apply_peer_ack(d.reverse(), seg);
-        let peer_zero = self.sides[d.reverse().index()].zero_mark;
+        let peer_zero = self.sides[d.reverse().index()].lad().zero_mark;
         let s = &mut self.sides[d.index()];
         s.seen = true;
         s.last_seen = Some(seg.ts);
@@ -345,18 +418,19 @@ impl StreamState {
             note_tx(s, seg);
         }
         if is_probe(seg) {
-            let since = s.probe_last.or(peer_zero.map(|m| m.ts));
+            let l = s.lad_mut();
+            let since = l.probe_last.or(peer_zero.map(|m| m.ts));
             if let Some(prev) = since {
-                s.probe_prev_gap_ns = seg.ts.0.saturating_sub(prev.0);
+                l.probe_prev_gap_ns = seg.ts.0.saturating_sub(prev.0);
             }
-            s.probe_step += 1;
-            s.probe_last = Some(seg.ts);
+            l.probe_step += 1;
+            l.probe_last = Some(seg.ts);
         }
         // The window this side advertises.
         s.window = seg.window_bytes.or(s.window);
         let zero = seg.window_raw == 0 && !f.syn() && !f.rst();
         if zero && !s.window_zero {
-            s.zero_mark = Some(Mark {
+            s.lad_mut().zero_mark = Some(Mark {
                 frame: seg.frame,
                 ts: seg.ts,
             });
@@ -364,9 +438,10 @@ impl StreamState {
         s.window_zero = zero;
         if !zero {
             // The peer's probe ladder ends when this side opens its window.
-            let p = &mut self.sides[d.reverse().index()];
-            p.probe_step = 0;
-            p.probe_last = None;
+            if let Some(p) = self.sides[d.reverse().index()].lad.as_deref_mut() {
+                p.probe_step = 0;
+                p.probe_last = None;
+            }
         }
     }
 
@@ -409,17 +484,19 @@ impl StreamState {
                 }
                 s.recent.pop_front();
             }
-            s.rto_seq = None;
-            s.rto_step = 0;
-            s.episode = None;
-            s.episode_idx = None;
-            s.dupack_open = false;
-        } else if s.rto_step > 0
+            if let Some(l) = s.lad.as_deref_mut() {
+                l.rto_seq = None;
+                l.rto_step = 0;
+                l.episode = None;
+                l.episode_idx = None;
+                l.dupack_open = false;
+            }
+        } else if s.lad().rto_step > 0
             && seg.payload_len == 0
             && seg.window_raw > 0
             && s.outstanding() > 0
         {
-            s.dupack_open = true;
+            s.lad_mut().dupack_open = true;
         }
     }
 }
@@ -432,7 +509,14 @@ pub(crate) fn is_probe(seg: &SegmentEvent) -> bool {
 fn note_tx(s: &mut Side, seg: &SegmentEvent) {
     let seq = seg.rel_seq;
     let end = seq + i64::from(seg.payload_len);
-    if let Some(r) = s.recent.iter_mut().rev().find(|r| r.seq == seq) {
+    // Ordered by sequence, one record per sequence: a binary search (a
+    // linear scan of 128 records per data segment was most of the ledger's time).
+    let found = match s.recent.back() {
+        // New data past every record: the usual case, no search.
+        Some(last) if last.seq < seq => Err(s.recent.len()),
+        _ => s.recent.binary_search_by_key(&seq, |r| r.seq),
+    };
+    if let Some(r) = found.ok().and_then(|i| s.recent.get_mut(i)) {
         r.last_tx = seg.ts;
         r.ip_len = seg.ip_len;
         r.end = r.end.max(end);
@@ -443,6 +527,10 @@ fn note_tx(s: &mut Side, seg: &SegmentEvent) {
     }
     if s.recent.len() >= MAX_RECENT {
         s.recent.pop_front();
+    }
+    if s.recent.capacity() == 0 {
+        // A short exchange has one or two segments unacknowledged at a time.
+        s.recent.reserve_exact(2);
     }
     let rec = SegRec {
         seq,

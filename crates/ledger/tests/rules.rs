@@ -456,3 +456,171 @@ fn state_is_bounded_by_active_streams() {
     assert_eq!(l.active_streams(), 0);
     assert!(l.finish().streams.is_empty());
 }
+
+/// `events` with the `FlowEnded` of stream 0 inserted after event `at`.
+fn with_end(events: &[FlowEvent], at: usize) -> Vec<FlowEvent> {
+    let mut v = events.to_vec();
+    v.insert(
+        at + 1,
+        pcapsleuth_detect::synth::flow_ended(StreamId(0), 0, pcapsleuth_detect::synth::at(0.0)),
+    );
+    v
+}
+
+fn feed(events: &[FlowEvent]) -> StallLedger {
+    let mut l = StallLedger::new();
+    for e in events {
+        l.on_event(e);
+    }
+    l
+}
+
+/// Stream 1 (one SYN) at `t` ms: moves the capture's end on.
+fn later_stream(t: f64, frame: u64) -> [FlowEvent; 2] {
+    pcapsleuth_detect::synth::syn_only(1, frame, at(t))
+}
+
+#[test]
+fn flow_ended_concludes_waits_as_the_capture_end_does() {
+    // Each script leaves stream 0 in another state when it goes quiet.
+    let mut scripts: Vec<(&str, Script)> = Vec::new();
+    let mut s = Script::new();
+    s.syn(0.0);
+    scripts.push(("one SYN", s));
+    let mut s = Script::new();
+    s.syn(0.0);
+    s.syn(1010.0);
+    scripts.push(("SYN ladder", s));
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 10.0, 1, 100, Some(1));
+    s.seg(C2S, 225.0, 1, 100, Some(1));
+    scripts.push(("RTO ladder open", s));
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 10.0, 1, 1000, Some(1));
+    let z = s.seg(S2C, 10.2, 1, 0, Some(1001));
+    z.window_raw = 0;
+    z.window_bytes = Some(0);
+    scripts.push(("zero window open", s));
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 10.0, 1, 100, Some(1));
+    s.seg(S2C, 200.0, 1, 0, Some(101));
+    scripts.push(("pending ACK", s));
+    for (name, s) in &scripts {
+        let n = s.events.len();
+        // The capture goes on 0.5 s or 500 s after the stream's last event.
+        for gap in [500.0, 500_000.0] {
+            let last_ms = s
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    FlowEvent::Segment(g) => Some(g.ts.0 as f64 / 1e6),
+                    _ => None,
+                })
+                .fold(0.0f64, f64::max)
+                - at(0.0).0 as f64 / 1e6;
+            let mut base = s.events.clone();
+            base.extend(later_stream(last_ms + gap, s.frame + 1));
+            let want = serde_json::to_string(&feed(&base).finish()).unwrap();
+            // FlowEnded right after the stream's last event, or after the
+            // capture moved on.
+            for pos in [n - 1, base.len() - 1] {
+                let events = with_end(&base, pos);
+                let l = feed(&events[..=pos + 1]);
+                // Only stream 1 (after the capture moved on) is left.
+                let live = usize::from(pos != n - 1);
+                assert_eq!(l.active_streams(), live, "{name} gap {gap} pos {pos}");
+                let got = serde_json::to_string(&feed(&events).finish()).unwrap();
+                assert_eq!(got, want, "{name} gap {gap} pos {pos}");
+            }
+        }
+    }
+    // A stream whose open wait is past its timer is concluded at once; a
+    // zero window ends only with the capture.
+    let one_syn = &scripts[0].1;
+    let mut ev = one_syn.events.clone();
+    ev.extend(later_stream(5000.0, 10));
+    let l = feed(&with_end(&ev, ev.len() - 1));
+    assert_eq!(l.waiting_for_end(), 0);
+    let zero = &scripts[3].1;
+    let l = feed(&with_end(&zero.events, zero.events.len() - 1));
+    assert_eq!(l.waiting_for_end(), 1);
+}
+
+#[test]
+fn segments_after_flow_ended_start_a_new_state() {
+    let mut s = Script::new();
+    s.syn(0.0);
+    let mut events = with_end(&s.events, s.events.len() - 1);
+    // The same tcp.stream again, 5 s later, without a FlowStarted.
+    s.events.clear();
+    s.syn(5000.0);
+    let sa = s.seg(S2C, 5000.2, 0, 0, Some(1));
+    sa.flags = TcpFlags(SYN | ACK);
+    s.seg(C2S, 5000.4, 1, 0, Some(1));
+    events.extend(s.events.iter().copied());
+    let l = feed(&events);
+    assert_eq!(l.active_streams(), 1);
+    let r = l.finish();
+    // The first SYN's wait was concluded; the new connection did not stall.
+    let got = stalls(&r);
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_eq!(got[0].cause, StallCause::SynTimeout);
+    assert_eq!(r.streams[0].client.port, 40000);
+}
+
+#[test]
+fn a_one_syn_stream_costs_48_bytes() {
+    let mut l = StallLedger::new();
+    let n = 10_000u64;
+    for i in 0..n {
+        for e in pcapsleuth_detect::synth::syn_only(i, i + 1, at(i as f64)) {
+            l.on_event(&e);
+        }
+    }
+    assert_eq!(l.active_streams(), n as usize);
+    let per = l.state_bytes() as f64 / n as f64;
+    println!("ledger: {per:.1} bytes per one-SYN stream");
+    // 48-byte slots, the table grown by a quarter at a time.
+    assert!(per <= 48.0 * 1.25, "{per}");
+    let r = l.finish();
+    // Every SYN but those of the last 30 ms waited (1 ms apart).
+    assert_eq!(r.streams.len(), 9970);
+}
+
+/// The flows of `gen-scale.py flows200k` before their last ACK: handshake,
+/// two 100-byte requests each acknowledged, FIN, FIN/ACK (9 segments), all
+/// still open.
+#[test]
+fn an_open_short_exchange_costs_under_800_bytes() {
+    const FIN: u16 = TcpFlags::FIN;
+    let mut s = Script::new();
+    s.handshake(0.0, 0.2, 0.01);
+    s.seg(C2S, 1.0, 1, 100, Some(1));
+    s.seg(S2C, 1.2, 1, 0, Some(101));
+    s.seg(C2S, 2.0, 101, 100, Some(1));
+    s.seg(S2C, 2.2, 1, 0, Some(201));
+    s.seg(C2S, 3.0, 201, 0, Some(1)).flags = TcpFlags(FIN | ACK);
+    s.seg(S2C, 3.2, 1, 0, Some(202)).flags = TcpFlags(FIN | ACK);
+    let mut l = StallLedger::new();
+    let n = 2_000u64;
+    for i in 0..n {
+        for e in &s.events {
+            let mut e = *e;
+            match &mut e {
+                FlowEvent::FlowStarted(f) => f.stream = StreamId(i),
+                FlowEvent::Segment(g) => g.stream = StreamId(i),
+                _ => {}
+            }
+            l.on_event(&e);
+        }
+    }
+    assert_eq!(l.active_streams(), n as usize);
+    let per = l.state_bytes() as f64 / n as f64;
+    println!("ledger: {per:.1} bytes per open 9-segment stream");
+    // 48-byte slot, the state (two sides, timer ladders boxed when used),
+    // room for two unacknowledged segments.
+    assert!(per <= 800.0, "{per}");
+}

@@ -42,13 +42,20 @@ pub enum WarningKindReport {
     /// hit in some flows (`offset` 0, `frame` null; the message names them),
     /// so their retransmission and loss analysis is incomplete.
     UnackedSegmentCap,
+    /// Not about the file (since 1.2): the flow table's live-stream cap
+    /// (`--max-flows`) was hit and the least recently active streams were
+    /// retired early (`offset` 0, `frame` null; the message says how many).
+    FlowCap,
 }
 
 impl WarningKindReport {
     /// Whether the warning is about a record of the file (its `offset` means
     /// something), rather than about the analysis.
     pub fn is_about_a_record(self) -> bool {
-        !matches!(self, WarningKindReport::UnackedSegmentCap)
+        !matches!(
+            self,
+            WarningKindReport::UnackedSegmentCap | WarningKindReport::FlowCap
+        )
     }
 }
 
@@ -305,9 +312,9 @@ impl From<&FlowSummary> for FlowReport {
     fn from(f: &FlowSummary) -> Self {
         FlowReport {
             tcp_stream: f.tcp_stream.get(),
-            client: f.client.clone(),
+            client: f.client.to_string(),
             client_port: f.client_port,
-            server: f.server.clone(),
+            server: f.server.to_string(),
             server_port: f.server_port,
             packets: f.packets,
             bytes: f.bytes,

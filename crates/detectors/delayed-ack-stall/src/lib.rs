@@ -64,6 +64,13 @@ pub(crate) struct Follower {
 }
 
 /// The `delayed-ack-stall` detector.
+///
+/// Memory: nothing for a stream that sent only SYNs (no pure ACK can end a
+/// Nagle wait right after them: the held request's first piece would have to
+/// come before the SYN); one 24-byte map entry per stream past the SYN until
+/// its RST or [`FlowEvent::FlowEnded`]; the ACK → follower pairs, capped at
+/// [`MAX_REMEMBERED`], for the whole capture (the ledger's entries name them
+/// only at the end).
 #[derive(Debug, Default)]
 pub struct DelayedAckStall {
     last: StreamMap<StreamId, Last>,
@@ -72,38 +79,60 @@ pub struct DelayedAckStall {
 }
 
 impl DelayedAckStall {
+    /// Streams with live state (past the SYN, not reset or ended).
+    pub fn active_streams(&self) -> usize {
+        self.last.len()
+    }
+
+    /// Heap bytes of the per-stream map (by capacity), excluding the
+    /// capture-wide follower pairs.
+    pub fn state_bytes(&self) -> usize {
+        self.last.capacity() * (std::mem::size_of::<(StreamId, Last)>() + 1)
+    }
+
     fn on_segment(&mut self, s: &SegmentEvent) {
+        use std::collections::hash_map::Entry;
         if s.duplicate_of.is_some() {
             return;
         }
-        let prev = self.last.get(&s.stream).copied();
-        if let Some(p) = prev {
-            if p.ack_after_silence && self.followers.len() < MAX_REMEMBERED {
-                self.followers.insert(
-                    p.frame,
-                    Follower {
-                        dir: s.dir,
-                        frame: s.frame,
-                        payload_len: s.payload_len,
-                    },
-                );
-            }
-        }
         let f = s.flags;
         let pure_ack = s.payload_len == 0 && !f.syn() && !f.fin() && !f.rst();
-        let silence = prev.map_or(0, |p| s.ts.0.saturating_sub(p.ts.0));
-        self.last.insert(
-            s.stream,
-            Last {
-                frame: s.frame,
-                ts: s.ts,
-                ack_after_silence: pure_ack && silence >= SILENCE_NS,
-            },
-        );
-        // A reset or a FIN ends nothing we need; keep the map small for
-        // streams that closed.
-        if f.rst() {
-            self.last.remove(&s.stream);
+        match self.last.entry(s.stream) {
+            Entry::Occupied(mut o) => {
+                let p = *o.get();
+                if p.ack_after_silence && self.followers.len() < MAX_REMEMBERED {
+                    self.followers.insert(
+                        p.frame,
+                        Follower {
+                            dir: s.dir,
+                            frame: s.frame,
+                            payload_len: s.payload_len,
+                        },
+                    );
+                }
+                if f.rst() {
+                    // A reset ends nothing we need; keep the map small for
+                    // streams that closed.
+                    o.remove();
+                    return;
+                }
+                let silence = s.ts.0.saturating_sub(p.ts.0);
+                *o.get_mut() = Last {
+                    frame: s.frame,
+                    ts: s.ts,
+                    ack_after_silence: pure_ack && silence >= SILENCE_NS,
+                };
+            }
+            // A stream's first segments: a pure SYN (or SYN/ACK) is not kept
+            // (see the type's doc), a reset leaves nothing.
+            Entry::Vacant(_) if f.rst() || (f.syn() && s.payload_len == 0) => {}
+            Entry::Vacant(v) => {
+                v.insert(Last {
+                    frame: s.frame,
+                    ts: s.ts,
+                    ack_after_silence: false,
+                });
+            }
         }
     }
 }
@@ -119,8 +148,12 @@ impl Detector for DelayedAckStall {
     }
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
-        if let FlowEvent::Segment(s) = event {
-            self.on_segment(s);
+        match event {
+            FlowEvent::Segment(s) => self.on_segment(s),
+            FlowEvent::FlowEnded(e) => {
+                self.last.remove(&e.stream);
+            }
+            _ => {}
         }
     }
 

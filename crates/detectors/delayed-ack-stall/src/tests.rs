@@ -277,3 +277,41 @@ fn renders_summary_and_evidence() {
     assert_eq!(f.evidence["held_requests"][0]["held_bytes"], 200);
     assert!(f.remedy.contains("TCP_NODELAY"));
 }
+
+#[test]
+fn flow_ended_keeps_the_diagnosis_and_drops_the_stream() {
+    let build = || {
+        let mut s = Script::new();
+        s.handshake(0.1, false);
+        s.requests(5, 41.5, 0.02);
+        s
+    };
+    let without = build().run();
+    assert_eq!(without.len(), 1);
+    let mut s = build();
+    let last = s.frame;
+    s.events.push(pcapsleuth_detect::synth::flow_ended(
+        StreamId(0),
+        last,
+        at(1000.0),
+    ));
+    let mut d = DelayedAckStall::default();
+    for e in &s.events {
+        d.on_flow_event(e);
+    }
+    assert_eq!(d.active_streams(), 0);
+    assert_eq!(s.run(), without);
+}
+
+#[test]
+fn one_syn_streams_keep_no_state() {
+    let mut d = DelayedAckStall::default();
+    for i in 0..10_000u64 {
+        for ev in pcapsleuth_detect::synth::syn_only(i, i + 1, at(i as f64)) {
+            d.on_flow_event(&ev);
+        }
+    }
+    // The map's first (empty) allocation only: nothing per stream.
+    assert_eq!(d.active_streams(), 0);
+    assert!(d.state_bytes() < 200, "{}", d.state_bytes());
+}

@@ -62,8 +62,9 @@ pub struct Collector {
     /// Interned names.
     pub names: Vec<String>,
     index: HashMap<String, u32>,
-    /// Next message boundary (raw sequence number) per TCP stream and direction.
-    tcp_boundary: HashMap<(StreamId, bool), u32>,
+    /// Next message boundary (raw sequence number) per TCP stream and
+    /// direction (client → server); dropped when the flow ends.
+    tcp_boundary: pcapsleuth_detect::StreamMap<(StreamId, bool), u32>,
     /// Messages not kept because of [`MAX_MESSAGES`].
     pub dropped: u64,
 }
@@ -78,6 +79,22 @@ fn unicast(ep: &Endpoint) -> bool {
 }
 
 impl Collector {
+    /// The flow table retired `stream`: forget its message boundaries (a
+    /// later segment of it starts at a message again).
+    pub fn end_stream(&mut self, stream: StreamId) {
+        if self.tcp_boundary.is_empty() {
+            return;
+        }
+        self.tcp_boundary.remove(&(stream, true));
+        self.tcp_boundary.remove(&(stream, false));
+    }
+
+    /// TCP stream directions whose message boundary is tracked.
+    #[cfg(test)]
+    fn tcp_directions(&self) -> usize {
+        self.tcp_boundary.len()
+    }
+
     fn intern(&mut self, name: String) -> u32 {
         if let Some(&i) = self.index.get(&name) {
             return i;
@@ -185,5 +202,23 @@ impl Collector {
             qclass: q.qclass,
             hash: h.finish(),
         });
+    }
+}
+
+#[cfg(test)]
+mod end_tests {
+    use super::*;
+
+    #[test]
+    fn end_stream_forgets_only_that_streams_boundaries() {
+        let mut c = Collector::default();
+        for s in 0..3u64 {
+            c.tcp_boundary.insert((StreamId(s), true), 100);
+            c.tcp_boundary.insert((StreamId(s), false), 200);
+        }
+        c.end_stream(StreamId(1));
+        assert_eq!(c.tcp_directions(), 4);
+        assert!(!c.tcp_boundary.contains_key(&(StreamId(1), true)));
+        assert_eq!(c.tcp_boundary.get(&(StreamId(2), false)), Some(&200));
     }
 }

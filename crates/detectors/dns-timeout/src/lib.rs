@@ -15,7 +15,7 @@ pub mod render;
 pub use collect::{Msg, DNS_PORT, MAX_MESSAGES};
 pub use diagnose::{diagnose, Diagnosis, DnsTimeoutEvidence, Shape};
 
-use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, PacketContext};
+use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent, PacketContext};
 
 /// Detector id.
 pub const ID: &str = "dns-timeout";
@@ -44,6 +44,12 @@ impl Detector for DnsTimeout {
             aliases: &[],
             title: "DNS lookups that waited for the resolver timeout",
             explain: include_str!("../README.md"),
+        }
+    }
+
+    fn on_flow_event(&mut self, event: &FlowEvent) {
+        if let FlowEvent::FlowEnded(e) = event {
+            self.collector.end_stream(e.stream);
         }
     }
 

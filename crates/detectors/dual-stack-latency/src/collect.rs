@@ -3,11 +3,13 @@
 //! (link-layer source address, DNS answers).
 
 use crate::stamp::{stamp_age, StampLayout};
+use pcapsleuth_core::{Direction, StreamId};
 use pcapsleuth_decode::{dns, IcmpKind, Transport};
 use pcapsleuth_detect::PacketContext;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
+use std::num::NonZeroU64;
 
 /// Address family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -140,14 +142,62 @@ pub fn host_address(a: &IpAddr) -> bool {
     }
 }
 
+/// Entries of the direct-mapped cache of per-address TTL counts in front
+/// of [`Collector::ttl_seen`] (a power of two).
+const TTL_CACHE: usize = 64;
+
+/// A TCP connection's addresses and ports: (client, client port, server, server port).
+type ConnKey = (IpAddr, u16, IpAddr, u16);
+
+/// What is known of the connection a `tcp.stream` direction's packets name
+/// (its sender → receiver key): saves hashing the addresses per packet.
+/// Sound because every packet of one `tcp.stream` and direction has the
+/// same addresses and ports (the stream is that conversation), and
+/// connections are never removed nor re-keyed.
+#[derive(Debug, Default, Clone, Copy)]
+enum Cached {
+    /// Not looked up yet.
+    #[default]
+    Unknown,
+    /// The connection at this index of `conns`.
+    At(u32),
+    /// No connection had that key when `conns` had this length (valid
+    /// until a connection is added).
+    Absent(u32),
+}
+
+/// A TCP connection's handshake and request in progress (64 bytes).
 #[derive(Debug, Default, Clone)]
 struct Conn {
-    syn: Option<(u64, i64)>,
+    syn: Option<Seen>,
     syns: u32,
-    synack: Option<(u64, i64)>,
+    synack: Option<Seen>,
     synacks: u32,
     established: bool,
-    pending_request: Option<(u64, i64)>,
+    pending_request: Option<Seen>,
+}
+
+/// A frame and its capture time (ns) in 16 bytes: the frame number is kept
+/// plus one so that `Option<Seen>` needs no tag.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    frame_plus_one: NonZeroU64,
+    ts: i64,
+}
+
+impl Seen {
+    /// `None` only for frame `u64::MAX` (a count no capture reaches).
+    fn new(frame: u64, ts: i64) -> Option<Seen> {
+        Some(Seen {
+            frame_plus_one: NonZeroU64::new(frame.wrapping_add(1))?,
+            ts,
+        })
+    }
+
+    /// (frame, ns).
+    fn pair(self) -> (u64, i64) {
+        (self.frame_plus_one.get() - 1, self.ts)
+    }
 }
 
 /// What `on_packet` keeps.
@@ -161,13 +211,39 @@ pub struct Collector {
     /// Per DNS name (lower case, no trailing dot), the A and AAAA addresses
     /// answered for it.
     pub dns_names: BTreeMap<String, BTreeSet<IpAddr>>,
-    /// Per source address: packets with an initial TTL, packets without.
+    /// Per source address: packets with an initial TTL, packets without;
+    /// the latest counts may still be in a cache: read them with
+    /// [`Collector::ttl_counts`].
     pub ttl_seen: HashMap<IpAddr, (u64, u64)>,
+    /// Direct-mapped cache in front of `ttl_seen` ([`TTL_CACHE`] entries,
+    /// indexed by a hash of the address and checked against it).
+    ttl_cache: Vec<Option<(IpAddr, u64, u64)>>,
+    /// The last (MAC, address) pairs put in `mac_sources` (inserting one
+    /// again changes nothing: skipped, no tree walk per packet).
+    mac_recent: [Option<([u8; 6], IpAddr)>; 2],
     /// Send stamps decoded, per layout.
     pub stamp_layouts: BTreeMap<&'static str, u64>,
     per_pair: HashMap<(Measure, IpAddr, IpAddr), u32>,
     echo_requests: HashMap<(IpAddr, IpAddr, u16, u16), (u64, i64)>,
-    conns: HashMap<(IpAddr, u16, IpAddr, u16), Conn>,
+    /// Connections by key: index into `conns`.
+    conn_index: HashMap<ConnKey, u32>,
+    conns: Vec<Conn>,
+    /// Per `tcp.stream` and direction of travel: the connection its packets'
+    /// sender → receiver key names.
+    by_stream: Vec<[Cached; 2]>,
+}
+
+/// Index of `a` in the TTL cache: a multiply-shift hash of its bytes (only
+/// spreads the cache; a collision just costs a map update).
+fn ttl_slot(a: &IpAddr) -> usize {
+    let word = match a {
+        IpAddr::V4(v) => u64::from(u32::from(*v)),
+        IpAddr::V6(v) => {
+            let x = u128::from(*v);
+            (x as u64) ^ ((x >> 64) as u64)
+        }
+    };
+    (word.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % TTL_CACHE
 }
 
 impl Collector {
@@ -191,14 +267,12 @@ impl Collector {
         let Some(ip) = d.ip else { return };
         let (frame, ts) = (pkt.meta.frame.get(), pkt.meta.ts.0);
         if d.outer_ip.is_none() && host_address(&ip.src) {
-            let e = self.ttl_seen.entry(ip.src).or_default();
-            if initial_ttl(ip.ttl) {
-                e.0 += 1;
+            let initial = initial_ttl(ip.ttl);
+            self.count_ttl(ip.src, initial);
+            if initial {
                 if let Some(mac) = d.link.src_mac.filter(unicast_mac) {
-                    self.mac_sources.entry(mac).or_default().insert(ip.src);
+                    self.note_mac(mac, ip.src);
                 }
-            } else {
-                e.1 += 1;
             }
         }
         match d.transport {
@@ -218,7 +292,9 @@ impl Collector {
                 }
             }
             Transport::Tcp(t) => {
+                let at = pkt.flow.stream.zip(pkt.flow.dir);
                 self.tcp(
+                    at,
                     (ip.src, t.src_port, ip.dst, t.dst_port),
                     t.flags.syn(),
                     t.flags.ack(),
@@ -277,45 +353,165 @@ impl Collector {
         }
     }
 
+    /// `mac` sent from host address `a` with an initial TTL.
+    fn note_mac(&mut self, mac: [u8; 6], a: IpAddr) {
+        let pair = Some((mac, a));
+        if self.mac_recent.contains(&pair) {
+            return;
+        }
+        self.mac_sources.entry(mac).or_default().insert(a);
+        self.mac_recent = [pair, self.mac_recent[0]];
+    }
+
+    /// Count a packet from `a`, with an initial TTL or not.
+    fn count_ttl(&mut self, a: IpAddr, initial: bool) {
+        if self.ttl_cache.is_empty() {
+            self.ttl_cache = vec![None; TTL_CACHE];
+        }
+        let Some(slot) = self.ttl_cache.get_mut(ttl_slot(&a)) else {
+            return;
+        };
+        match slot {
+            Some((b, _, _)) if *b == a => {}
+            _ => {
+                if let Some((b, i, o)) = slot.take() {
+                    let e = self.ttl_seen.entry(b).or_default();
+                    e.0 += i;
+                    e.1 += o;
+                }
+                *slot = Some((a, 0, 0));
+            }
+        }
+        if let Some((_, i, o)) = slot {
+            if initial {
+                *i += 1;
+            } else {
+                *o += 1;
+            }
+        }
+    }
+
+    /// Packets from `a` with an initial TTL and without; `None` when none was seen.
+    pub fn ttl_counts(&self, a: &IpAddr) -> Option<(u64, u64)> {
+        let cached = self
+            .ttl_cache
+            .get(ttl_slot(a))
+            .copied()
+            .flatten()
+            .filter(|(b, _, _)| b == a)
+            .map(|(_, i, o)| (i, o));
+        match (self.ttl_seen.get(a).copied(), cached) {
+            (Some(m), Some(c)) => Some((m.0 + c.0, m.1 + c.1)),
+            (m, c) => m.or(c),
+        }
+    }
+
+    /// The index in `conns` of the connection keyed `key`, which the
+    /// packets of `at` (stream, direction) name as sender → receiver when
+    /// `at` is known (then cached per stream and direction).
+    /// `key` is only built when the cache cannot answer.
+    fn conn_of(
+        &mut self,
+        at: Option<(StreamId, Direction)>,
+        key: impl Fn() -> ConnKey,
+    ) -> Option<usize> {
+        let cache = at.and_then(|(s, d)| {
+            let i = usize::try_from(s.get()).ok()?;
+            if self.by_stream.len() <= i {
+                let want = i + 1;
+                if want > self.by_stream.capacity() {
+                    let extra = (want - self.by_stream.len()).max(self.by_stream.len() / 4);
+                    self.by_stream.reserve_exact(extra);
+                }
+                self.by_stream.resize(want, [Cached::Unknown; 2]);
+            }
+            Some((i, d.index()))
+        });
+        let len = u32::try_from(self.conns.len()).unwrap_or(u32::MAX);
+        if let Some(c) = cache.and_then(|(i, d)| self.by_stream.get(i).map(|e| e[d])) {
+            match c {
+                Cached::At(j) => return Some(j as usize),
+                Cached::Absent(n) if n == len => return None,
+                _ => {}
+            }
+        }
+        let found = self.conn_index.get(&key()).copied();
+        if let Some(e) = cache.and_then(|(i, d)| self.by_stream.get_mut(i).map(|e| &mut e[d])) {
+            *e = found.map_or(Cached::Absent(len), Cached::At);
+        }
+        found.map(|j| j as usize)
+    }
+
+    fn conn_mut(
+        &mut self,
+        at: Option<(StreamId, Direction)>,
+        key: impl Fn() -> ConnKey,
+    ) -> Option<&mut Conn> {
+        let i = self.conn_of(at, key)?;
+        self.conns.get_mut(i)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn tcp(
         &mut self,
-        (src, sport, dst, dport): (IpAddr, u16, IpAddr, u16),
+        at: Option<(StreamId, Direction)>,
+        (src, sport, dst, dport): ConnKey,
         syn: bool,
         ack: bool,
         payload_len: u32,
         frame: u64,
         ts: i64,
     ) {
-        let forward = (src, sport, dst, dport);
-        let reverse = (dst, dport, src, sport);
+        let forward = || (src, sport, dst, dport);
+        let reverse = || (dst, dport, src, sport);
+        let back = at.map(|(s, d)| (s, d.reverse()));
         if syn && !ack {
-            if !self.conns.contains_key(&forward) && self.conns.len() >= MAX_PENDING {
+            let existing = self.conn_of(at, forward);
+            if existing.is_none() && self.conns.len() >= MAX_PENDING {
                 return;
             }
-            let c = self.conns.entry(forward).or_default();
+            let i = match existing {
+                Some(i) => i,
+                None => {
+                    let i = self.conns.len();
+                    self.conn_index
+                        .insert(forward(), u32::try_from(i).unwrap_or(u32::MAX));
+                    self.conns.push(Conn::default());
+                    i
+                }
+            };
+            let Some(c) = self.conns.get_mut(i) else {
+                return;
+            };
             if c.synack.is_some() {
                 *c = Conn::default(); // a new connection on the same ports
             }
-            if !matches!(c.syn, Some((_, t0)) if ts.saturating_sub(t0) <= COPY_WINDOW_NS) {
+            if !matches!(c.syn.map(Seen::pair), Some((_, t0)) if ts.saturating_sub(t0) <= COPY_WINDOW_NS)
+            {
                 c.syns += 1;
             }
-            c.syn.get_or_insert((frame, ts));
+            if c.syn.is_none() {
+                c.syn = Seen::new(frame, ts);
+            }
             return;
         }
         if syn {
-            if let Some(c) = self.conns.get_mut(&reverse) {
-                if !matches!(c.synack, Some((_, t0)) if ts.saturating_sub(t0) <= COPY_WINDOW_NS) {
+            if let Some(c) = self.conn_mut(back, reverse) {
+                if !matches!(c.synack.map(Seen::pair), Some((_, t0)) if ts.saturating_sub(t0) <= COPY_WINDOW_NS)
+                {
                     c.synacks += 1;
                 }
-                c.synack.get_or_insert((frame, ts));
+                if c.synack.is_none() {
+                    c.synack = Seen::new(frame, ts);
+                }
             }
             return;
         }
-        if let Some(c) = self.conns.get_mut(&forward) {
+        if let Some(c) = self.conn_mut(at, forward) {
             // Client → server.
             let mut sample = None;
             if !c.established && ack {
-                if let (Some(s), Some(sa)) = (c.syn, c.synack) {
+                if let (Some(s), Some(sa)) = (c.syn.map(Seen::pair), c.synack.map(Seen::pair)) {
                     c.established = true;
                     if c.syns == 1 && c.synacks == 1 && ts >= s.1 {
                         sample = Some(Sample {
@@ -332,17 +528,17 @@ impl Collector {
                 }
             }
             if c.established && payload_len > 0 && c.pending_request.is_none() {
-                c.pending_request = Some((frame, ts));
+                c.pending_request = Seen::new(frame, ts);
             }
             if let Some(s) = sample {
                 self.push(s);
             }
-        } else if let Some(c) = self.conns.get_mut(&reverse) {
+        } else if let Some(c) = self.conn_mut(back, reverse) {
             // Server → client.
             if payload_len == 0 || !c.established {
                 return;
             }
-            if let Some((req_frame, req_ts)) = c.pending_request.take() {
+            if let Some((req_frame, req_ts)) = c.pending_request.take().map(Seen::pair) {
                 if ts >= req_ts {
                     self.push(Sample {
                         measure: Measure::TcpRequestResponse,
@@ -396,5 +592,27 @@ pub fn layout_name(l: StampLayout) -> &'static str {
     match l {
         StampLayout::Timeval64Le => "timeval64_le",
         StampLayout::Timeval32Le => "timeval32_le",
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::{Conn, Seen};
+
+    #[test]
+    fn a_connection_record_is_64_bytes() {
+        assert_eq!(std::mem::size_of::<Option<Seen>>(), 16);
+        assert!(
+            std::mem::size_of::<Conn>() <= 64,
+            "{}",
+            std::mem::size_of::<Conn>()
+        );
+        // Frame 0 (synthetic inputs) round-trips; only u64::MAX is not kept.
+        assert_eq!(Seen::new(0, -5).map(Seen::pair), Some((0, -5)));
+        assert_eq!(
+            Seen::new(u64::MAX - 1, 7).map(Seen::pair),
+            Some((u64::MAX - 1, 7))
+        );
+        assert!(Seen::new(u64::MAX, 7).is_none());
     }
 }

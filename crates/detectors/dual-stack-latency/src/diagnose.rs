@@ -208,7 +208,7 @@ fn cited_frames(samples: &[&Sample]) -> Vec<u64> {
 
 /// Whether every packet from `a` carried an initial TTL; `None` if none seen.
 fn on_link(c: &Collector, a: Option<IpAddr>) -> Option<bool> {
-    let (initial, other) = *c.ttl_seen.get(&a?)?;
+    let (initial, other) = c.ttl_counts(&a?)?;
     (initial + other > 0).then_some(other == 0)
 }
 

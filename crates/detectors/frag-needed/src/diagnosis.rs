@@ -263,7 +263,7 @@ impl FragNeeded {
         // after the capture point (segments coalesced by LRO/GRO on a
         // forwarding device) or the ICMP is forged (RFC 5927 section 3).
         let largest_captured = match (stream, dir) {
-            (Some(s), Some(d)) => self.largest_sent.get(&(s, d.index())).copied(),
+            (Some(s), Some(d)) => self.largest_sent(s, d),
             _ => None,
         };
         let quoted_not_captured = largest_captured

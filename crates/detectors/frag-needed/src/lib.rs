@@ -151,11 +151,50 @@ pub struct FragNeeded {
     /// became its group's first).
     watches_started: usize,
     follow: FollowUp,
-    /// Largest IP datagram (bytes) captured per (stream, direction index).
-    largest_sent: pcapsleuth_detect::StreamMap<(StreamId, usize), u32>,
+    /// Largest IP datagram (bytes) captured per `tcp.stream` (dense ids)
+    /// and direction index: 8 bytes a stream.
+    largest_sent: Vec<[u32; 2]>,
 }
 
 impl FragNeeded {
+    /// Remember that `stream` sent an IP datagram of `ip_len` bytes in `dir`.
+    fn note_sent(&mut self, stream: StreamId, dir: Direction, ip_len: u32) {
+        let Ok(i) = usize::try_from(stream.get()) else {
+            return;
+        };
+        if self.largest_sent.len() <= i {
+            let want = i + 1;
+            if want > self.largest_sent.capacity() {
+                let extra = (want - self.largest_sent.len()).max(self.largest_sent.len() / 4);
+                self.largest_sent.reserve_exact(extra);
+            }
+            self.largest_sent.resize(want, [0; 2]);
+        }
+        if let Some(m) = self
+            .largest_sent
+            .get_mut(i)
+            .and_then(|e| e.get_mut(dir.index()))
+        {
+            *m = (*m).max(ip_len);
+        }
+    }
+
+    /// The largest IP datagram (bytes) `stream` sent in `dir`, if it sent one.
+    pub(crate) fn largest_sent(&self, stream: StreamId, dir: Direction) -> Option<u32> {
+        let i = usize::try_from(stream.get()).ok()?;
+        self.largest_sent
+            .get(i)
+            .and_then(|e| e.get(dir.index()))
+            .copied()
+            .filter(|&m| m > 0)
+    }
+
+    /// Heap bytes of the per-stream table.
+    #[cfg(test)]
+    fn stream_bytes(&self) -> usize {
+        self.largest_sent.capacity() * std::mem::size_of::<[u32; 2]>()
+    }
+
     /// Record one frag-needed / PTB. The flow table emits this event once for
     /// every ICMP error, whatever it quotes (`stream` only for a quoted TCP
     /// segment it placed), so nothing else needs reading or de-duplicating.
@@ -248,13 +287,12 @@ impl Detector for FragNeeded {
         match event {
             FlowEvent::Segment(s) => {
                 self.follow.on_segment(s);
-                let m = self
-                    .largest_sent
-                    .entry((s.stream, s.dir.index()))
-                    .or_insert(0);
-                *m = (*m).max(s.ip_len);
+                self.note_sent(s.stream, s.dir, s.ip_len);
             }
             FlowEvent::IcmpError(e) => self.on_icmp_event(e),
+            // Its watches close as they stand (its sizes stay: a message
+            // about it may still be diagnosed).
+            FlowEvent::FlowEnded(e) => self.follow.end_stream(e.stream),
             _ => {}
         }
     }

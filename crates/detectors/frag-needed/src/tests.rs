@@ -671,3 +671,39 @@ fn frame_sample_matches_a_sorted_reference() {
         assert_eq!(s.total(), all.len(), "n = {n}");
     }
 }
+
+#[test]
+fn flow_ended_keeps_the_diagnosis_and_closes_the_watches() {
+    // The router refused a 1500-byte datagram; the flow ends before the
+    // sender re-sent: the watch closes as it stands (never re-sent), as at
+    // the end of the capture.
+    let build = |end: bool| {
+        let mut c = Cap::new();
+        c.data(9, -0.1, 1, 1448);
+        c.icmp(10, 0.0, "192.0.2.1", 1480, 1, Some(9));
+        c.data(11, 1.0, 90_000, 1428);
+        if end {
+            c.d.on_flow_event(&synth::flow_ended(StreamId(0), 11, ts(1.0)));
+            assert_eq!(c.d.follow.open_watches(), 0);
+        }
+        c
+    };
+    let want = format!("{:?}", build(false).run());
+    assert_eq!(format!("{:?}", build(true).run()), want);
+    assert!(want.contains("Never"), "{want}");
+}
+
+#[test]
+fn a_one_syn_stream_costs_8_bytes() {
+    let mut d = FragNeeded::default();
+    let n = 10_000u64;
+    for i in 0..n {
+        for e in synth::syn_only(i, i + 1, ts(i as f64)) {
+            d.on_flow_event(&e);
+        }
+    }
+    let per = d.stream_bytes() as f64 / n as f64;
+    println!("frag-needed: {per:.1} bytes per one-SYN stream");
+    assert!(per <= 8.0 * 1.25, "{per}");
+    assert_eq!(d.largest_sent(StreamId(7), C2S), Some(60));
+}

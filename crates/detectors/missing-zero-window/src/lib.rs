@@ -9,7 +9,7 @@ use pcapsleuth_core::{Direction, FlowRef, FrameNo, StreamId, Timestamp};
 use pcapsleuth_detect::retx::{backoff_doublings, is_initial_ttl, ns_to_ms, DirLedger, Tx};
 use pcapsleuth_detect::timer::next_backoff_ns;
 use pcapsleuth_detect::{
-    Detector, DetectorInfo, Finding, FinishContext, FlowEvent, PacketContext, Severity,
+    Detector, DetectorInfo, Finding, FinishContext, FlowEvent, PacketContext, Severity, StreamSlots,
 };
 use pcapsleuth_flow::SegmentEvent;
 use serde::Serialize;
@@ -66,26 +66,46 @@ struct Episode {
 struct DirState {
     ledger: DirLedger,
     ring: VecDeque<RcvSeg>,
-    ep: Option<Episode>,
+    ep: Option<Box<Episode>>,
     scale_known: bool,
 }
+
+impl DirState {
+    fn new() -> Self {
+        DirState {
+            ledger: DirLedger::new(u32::MAX),
+            ..Default::default()
+        }
+    }
+}
+
+/// A stream that carried data: one state per direction of data
+/// ([`Direction::index`]), created by the direction's first data segment.
+type Stream = [Option<DirState>; 2];
 
 /// A qualified episode waiting for `finish` (which has the endpoint names).
 #[derive(Debug, Clone)]
 struct Hit {
     stream: StreamId,
     dir: Direction,
-    ep: Episode,
+    ep: Box<Episode>,
     largest_acked_payload: u32,
     scale_known: bool,
 }
 
+/// Highest TTL / hop limit seen per direction of a stream ([`Direction::index`]).
+type Ttls = [Option<u8>; 2];
+
 /// The `missing-zero-window` detector.
+///
+/// Memory: a stream costs a 2-byte TTL slot per direction
+/// ([`StreamSlots`]); one that carries data also a boxed per-direction
+/// ledger until its [`FlowEvent::FlowEnded`], when its episodes are
+/// concluded and only qualified ones (and, for them, the TTLs) are kept.
 #[derive(Debug, Default)]
 pub struct MissingZeroWindow {
-    dirs: pcapsleuth_detect::StreamMap<(StreamId, usize), DirState>,
-    /// Highest TTL / hop limit seen per (stream, direction).
-    ttl: pcapsleuth_detect::StreamMap<(StreamId, usize), u8>,
+    streams: pcapsleuth_detect::StreamMap<StreamId, Box<Stream>>,
+    ttl: StreamSlots<Ttls>,
     hits: Vec<Hit>,
 }
 
@@ -98,171 +118,217 @@ fn dir_of(i: usize) -> Direction {
 }
 
 impl MissingZeroWindow {
+    /// Streams with live state (carried data, not ended).
+    pub fn active_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Heap bytes held for live streams (by capacity: map slots, boxes,
+    /// receiver rings, the TTL slots), excluding qualified episodes kept.
+    pub fn state_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(StreamId, Box<Stream>)>() + 1;
+        let rings: usize = self
+            .streams
+            .values()
+            .flat_map(|s| s.iter().flatten())
+            .map(|d| d.ring.capacity() * std::mem::size_of::<RcvSeg>())
+            .sum();
+        self.streams.capacity() * slot
+            + self.streams.len() * std::mem::size_of::<Stream>()
+            + rings
+            + self.ttl.span() * std::mem::size_of::<Ttls>()
+    }
+
     fn on_segment(&mut self, seg: &SegmentEvent) {
         if seg.duplicate_of.is_some() {
             return;
         }
-        // 1. As data sender.
-        let key = (seg.stream, seg.dir.index());
-        if seg.payload_len > 0 && !seg.flags.syn() && !seg.flags.rst() {
-            let st = self.dirs.entry(key).or_insert_with(|| DirState {
-                ledger: DirLedger::new(u32::MAX),
-                ..Default::default()
-            });
-            let una = st.ledger.highest_ack;
-            let rec = st.ledger.on_data(seg).cloned();
-            if let Some(rec) = rec {
-                if una == Some(rec.rel_seq) {
-                    let tx = Tx {
-                        frame: seg.frame,
-                        ts: seg.ts,
-                    };
-                    let same = st.ep.as_ref().is_some_and(|e| e.stuck_seq == rec.rel_seq);
-                    if !same {
-                        if let Some(old) = st.ep.take() {
-                            let largest = st.ledger.largest_acked_payload;
-                            let n = st.ledger.acked_segments;
-                            let sk = st.scale_known;
-                            self.consider(seg.stream, seg.dir, old, largest, n, sk);
-                        }
-                        let Some(st) = self.dirs.get_mut(&key) else {
-                            return;
-                        };
-                        let orig = (rec.tx_count > 1)
-                            .then(|| rec.txs.first().copied())
-                            .flatten();
-                        let before_frame = orig.map(|o| o.frame).unwrap_or(seg.frame);
-                        let last_ack_before = st
-                            .ring
-                            .iter()
-                            .rev()
-                            .find(|r| r.frame < before_frame)
-                            .copied();
-                        let mut ep = Episode {
-                            stuck_seq: rec.rel_seq,
-                            len: rec.payload_len,
-                            orig,
-                            last_ack_before,
-                            ..Default::default()
-                        };
-                        // Retransmissions before this one (same bytes) count too.
-                        for t in rec.txs.iter().skip(1) {
-                            if t.frame != seg.frame {
-                                ep.retx.push(*t);
-                                ep.retx_count += 1;
-                            }
-                        }
-                        st.ep = Some(ep);
-                    }
-                    if let Some(ep) = self.dirs.get_mut(&key).and_then(|s| s.ep.as_mut()) {
-                        ep.retx_count += 1;
-                        if ep.retx.len() < 32 {
-                            ep.retx.push(tx);
-                        }
-                        ep.awaiting = true;
-                    }
-                }
+        let sends_data = seg.payload_len > 0 && !seg.flags.syn() && !seg.flags.rst();
+        let st = if sends_data {
+            self.streams.entry(seg.stream).or_default()
+        } else {
+            match self.streams.get_mut(&seg.stream) {
+                Some(st) => st,
+                None => return,
             }
+        };
+        // 1. As data sender.
+        if sends_data {
+            let d = st[seg.dir.index()].get_or_insert_with(DirState::new);
+            as_sender(d, seg, &mut self.hits);
         }
         // 2. As receiver of the other direction's data.
         let Some(rel_ack) = seg.rel_ack else { return };
         if !seg.flags.ack() || seg.flags.rst() {
             return;
         }
-        let dkey = (seg.stream, seg.dir.reverse().index());
-        let Some(st) = self.dirs.get_mut(&dkey) else {
-            return;
-        };
-        let (window, known) = match seg.window_bytes {
-            Some(b) => (b, true),
-            None => (u64::from(seg.window_raw), false),
-        };
-        st.scale_known |= known;
-        let r = RcvSeg {
-            frame: seg.frame,
-            ts: seg.ts,
-            window,
-            raw: seg.window_raw,
-        };
-        if st.ring.len() >= RING {
-            st.ring.pop_front();
+        if let Some(d) = st[seg.dir.reverse().index()].as_mut() {
+            as_receiver(d, seg, rel_ack, &mut self.hits);
         }
-        st.ring.push_back(r);
-        st.ledger.on_ack(rel_ack, seg.frame, seg.ts);
-        let mut finished = None;
-        if let Some(ep) = st.ep.as_mut() {
-            if rel_ack > ep.stuck_seq {
-                ep.acked_at = Some((seg.frame, seg.ts));
-                finished = st.ep.take();
-            } else {
-                if seg.window_raw == 0 {
-                    ep.zero_seen = true;
-                } else if ep.windows.len() < 8 {
-                    ep.windows.insert(window);
-                }
-                if rel_ack == ep.stuck_seq && seg.window_raw > 0 && ep.awaiting {
-                    ep.awaiting = false;
-                    ep.answered_count += 1;
-                    if ep.answered.len() < MAX_CITE {
-                        ep.answered.push(seg.frame);
+    }
+
+    /// The stream left the flow table: conclude its open episodes, drop its
+    /// state, and its TTLs unless an episode of it qualified.
+    fn on_flow_ended(&mut self, stream: StreamId) {
+        if let Some(st) = self.streams.remove(&stream) {
+            for (i, d) in st.into_iter().enumerate() {
+                if let Some(mut d) = d {
+                    if let Some(ep) = d.ep.take() {
+                        conclude(&mut self.hits, stream, dir_of(i), ep, &d);
                     }
                 }
             }
         }
-        if let Some(ep) = finished {
-            let largest = st.ledger.largest_acked_payload;
-            let n = st.ledger.acked_segments;
-            let sk = st.scale_known;
-            self.consider(seg.stream, seg.dir.reverse(), ep, largest, n, sk);
+        if !self.hits.iter().any(|h| h.stream == stream) {
+            self.ttl.clear(stream);
         }
     }
+}
 
-    /// Keep an ended episode if it has the signature (all but the vantage test,
-    /// which needs the TTLs seen up to the end).
-    fn consider(
-        &mut self,
-        stream: StreamId,
-        dir: Direction,
-        ep: Episode,
-        largest_acked_payload: u32,
-        acked_segments: u64,
-        scale_known: bool,
-    ) {
-        if ep.retx_count < MIN_RETRANSMISSIONS || ep.zero_seen {
-            return;
-        }
-        let gaps = ladder_gaps(&ep);
-        if backoff_doublings(&gaps) < 2 {
-            return;
-        }
-        // The window must have been open for this segment.
-        let Some(before) = ep.last_ack_before else {
-            return;
+/// A data segment of `d`'s sender: a re-send at the receiver's ACK starts or
+/// continues an episode.
+fn as_sender(d: &mut DirState, seg: &SegmentEvent, hits: &mut Vec<Hit>) {
+    let una = d.ledger.highest_ack;
+    let Some(rec) = d.ledger.on_data(seg) else {
+        return;
+    };
+    if una != Some(rec.rel_seq) {
+        return;
+    }
+    let tx = Tx {
+        frame: seg.frame,
+        ts: seg.ts,
+    };
+    let same = d.ep.as_ref().is_some_and(|e| e.stuck_seq == rec.rel_seq);
+    if !same {
+        let orig = (rec.tx_count > 1)
+            .then(|| rec.txs.first().copied())
+            .flatten();
+        let before_frame = orig.map(|o| o.frame).unwrap_or(seg.frame);
+        let mut ep = Episode {
+            stuck_seq: rec.rel_seq,
+            len: rec.payload_len,
+            orig,
+            ..Default::default()
         };
-        if before.raw == 0 || (scale_known && before.window < u64::from(ep.len)) {
-            return;
+        // Retransmissions before this one (same bytes) count too.
+        for t in rec.txs.iter().skip(1) {
+            if t.frame != seg.frame {
+                ep.retx.push(*t);
+                ep.retx_count += 1;
+            }
         }
-        // The path must carry segments of this size (else: mss-blackhole).
-        if largest_acked_payload < ep.len {
-            return;
+        if let Some(old) = d.ep.take() {
+            conclude(hits, seg.stream, seg.dir, old, d);
         }
-        // A receive buffer only fills after the receiver has taken in far more
-        // than its window (seed 003: megabytes queued behind a 32 KB window).
-        // Tiny segments fill it by count instead (skb truesize; seed 003's
-        // "reader never reads" case with 4-byte writes).
-        let min_bytes = (before.window.saturating_mul(BUSY_WINDOWS)).max(MIN_ACKED_BYTES);
-        let busy_bytes = ep.stuck_seq >= 0 && (ep.stuck_seq as u64) >= min_bytes;
-        if !busy_bytes && acked_segments < MIN_ACKED_SEGMENTS {
-            return;
+        ep.last_ack_before = d
+            .ring
+            .iter()
+            .rev()
+            .find(|r| r.frame < before_frame)
+            .copied();
+        d.ep = Some(Box::new(ep));
+    }
+    if let Some(ep) = d.ep.as_mut() {
+        ep.retx_count += 1;
+        if ep.retx.len() < 32 {
+            ep.retx.push(tx);
         }
-        self.hits.push(Hit {
+        ep.awaiting = true;
+    }
+}
+
+/// An ACK of the receiver of `d`'s data.
+fn as_receiver(d: &mut DirState, seg: &SegmentEvent, rel_ack: i64, hits: &mut Vec<Hit>) {
+    let (window, known) = match seg.window_bytes {
+        Some(b) => (b, true),
+        None => (u64::from(seg.window_raw), false),
+    };
+    d.scale_known |= known;
+    let r = RcvSeg {
+        frame: seg.frame,
+        ts: seg.ts,
+        window,
+        raw: seg.window_raw,
+    };
+    if d.ring.len() >= RING {
+        d.ring.pop_front();
+    }
+    d.ring.push_back(r);
+    d.ledger.on_ack(rel_ack, seg.frame, seg.ts);
+    let Some(ep) = d.ep.as_mut() else { return };
+    if rel_ack > ep.stuck_seq {
+        ep.acked_at = Some((seg.frame, seg.ts));
+        if let Some(ep) = d.ep.take() {
+            conclude(hits, seg.stream, seg.dir.reverse(), ep, d);
+        }
+        return;
+    }
+    if seg.window_raw == 0 {
+        ep.zero_seen = true;
+    } else if ep.windows.len() < 8 {
+        ep.windows.insert(window);
+    }
+    if rel_ack == ep.stuck_seq && seg.window_raw > 0 && ep.awaiting {
+        ep.awaiting = false;
+        ep.answered_count += 1;
+        if ep.answered.len() < MAX_CITE {
+            ep.answered.push(seg.frame);
+        }
+    }
+}
+
+/// Keep an ended episode of `d`'s direction if it has the signature.
+fn conclude(hits: &mut Vec<Hit>, stream: StreamId, dir: Direction, ep: Box<Episode>, d: &DirState) {
+    let (largest, n, sk) = (
+        d.ledger.largest_acked_payload,
+        d.ledger.acked_segments,
+        d.scale_known,
+    );
+    if qualifies(&ep, largest, n, sk) {
+        hits.push(Hit {
             stream,
             dir,
             ep,
-            largest_acked_payload,
-            scale_known,
+            largest_acked_payload: largest,
+            scale_known: sk,
         });
     }
+}
+
+/// An ended episode has the signature (all but the vantage test, which
+/// needs the TTLs seen up to the end).
+fn qualifies(
+    ep: &Episode,
+    largest_acked_payload: u32,
+    acked_segments: u64,
+    scale_known: bool,
+) -> bool {
+    if ep.retx_count < MIN_RETRANSMISSIONS || ep.zero_seen {
+        return false;
+    }
+    let gaps = ladder_gaps(ep);
+    if backoff_doublings(&gaps) < 2 {
+        return false;
+    }
+    // The window must have been open for this segment.
+    let Some(before) = ep.last_ack_before else {
+        return false;
+    };
+    if before.raw == 0 || (scale_known && before.window < u64::from(ep.len)) {
+        return false;
+    }
+    // The path must carry segments of this size (else: mss-blackhole).
+    if largest_acked_payload < ep.len {
+        return false;
+    }
+    // A receive buffer only fills after the receiver has taken in far more
+    // than its window (seed 003: megabytes queued behind a 32 KB window).
+    // Tiny segments fill it by count instead (skb truesize; seed 003's
+    // "reader never reads" case with 4-byte writes).
+    let min_bytes = (before.window.saturating_mul(BUSY_WINDOWS)).max(MIN_ACKED_BYTES);
+    let busy_bytes = ep.stuck_seq >= 0 && (ep.stuck_seq as u64) >= min_bytes;
+    busy_bytes || acked_segments >= MIN_ACKED_SEGMENTS
 }
 
 fn ladder_gaps(ep: &Episode) -> Vec<i64> {
@@ -381,14 +447,16 @@ impl MissingZeroWindow {
     /// the episodes ended (those still open at the end in (`tcp.stream`,
     /// direction) order). Consumes the detector's state.
     pub fn diagnose(&mut self, ctx: &FinishContext) -> Vec<Diagnosis> {
-        let mut keys: Vec<(StreamId, usize)> = self.dirs.keys().copied().collect();
+        let mut keys: Vec<StreamId> = self.streams.keys().copied().collect();
         keys.sort_unstable();
         for k in keys {
-            if let Some(mut st) = self.dirs.remove(&k) {
-                if let Some(ep) = st.ep.take() {
-                    let largest = st.ledger.largest_acked_payload;
-                    let n = st.ledger.acked_segments;
-                    self.consider(k.0, dir_of(k.1), ep, largest, n, st.scale_known);
+            if let Some(st) = self.streams.remove(&k) {
+                for (i, d) in st.into_iter().enumerate() {
+                    if let Some(mut d) = d {
+                        if let Some(ep) = d.ep.take() {
+                            conclude(&mut self.hits, k, dir_of(i), ep, &d);
+                        }
+                    }
                 }
             }
         }
@@ -402,8 +470,9 @@ impl MissingZeroWindow {
     /// not prove the receiver got the retransmissions.
     fn diagnose_hit(&self, ctx: &FinishContext, h: Hit) -> Option<Diagnosis> {
         let ep = &h.ep;
-        let rttl = self.ttl.get(&(h.stream, h.dir.reverse().index())).copied();
-        let sttl = self.ttl.get(&(h.stream, h.dir.index())).copied();
+        let ttls = self.ttl.get(h.stream).copied().unwrap_or_default();
+        let rttl = ttls[h.dir.reverse().index()];
+        let sttl = ttls[h.dir.index()];
         // The receiver's packets still carry an initial TTL: the capture
         // point is on the receiver's own link, so retransmissions seen here
         // reached it. If the sender's are decremented, the capture is at the receiver's end.
@@ -512,8 +581,10 @@ impl Detector for MissingZeroWindow {
     }
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
-        if let FlowEvent::Segment(seg) = event {
-            self.on_segment(seg);
+        match event {
+            FlowEvent::Segment(seg) => self.on_segment(seg),
+            FlowEvent::FlowEnded(e) => self.on_flow_ended(e.stream),
+            _ => {}
         }
     }
 
@@ -521,8 +592,8 @@ impl Detector for MissingZeroWindow {
         if let (Some(stream), Some(dir), Some(ip)) = (pkt.flow.stream, pkt.flow.dir, pkt.decoded.ip)
         {
             if matches!(pkt.decoded.transport, pcapsleuth_decode::Transport::Tcp(_)) {
-                let e = self.ttl.entry((stream, dir.index())).or_insert(0);
-                *e = (*e).max(ip.ttl);
+                let e = &mut self.ttl.get_mut(stream)[dir.index()];
+                *e = Some(e.map_or(ip.ttl, |t| t.max(ip.ttl)));
             }
         }
     }

@@ -15,6 +15,8 @@ use pcapsleuth_missing_zero_window::{render, Diagnosis, MissingZeroWindow, Proof
 struct Diagnoser {
     inner: MissingZeroWindow,
     out: Vec<Diagnosis>,
+    /// Live streams right after a `FlowEnded`, if one came.
+    after_end: Option<usize>,
 }
 
 impl Detector for Diagnoser {
@@ -23,6 +25,9 @@ impl Detector for Diagnoser {
     }
     fn on_flow_event(&mut self, event: &FlowEvent) {
         self.inner.on_flow_event(event);
+        if matches!(event, FlowEvent::FlowEnded(_)) {
+            self.after_end = Some(self.inner.active_streams());
+        }
     }
     fn on_packet(&mut self, pkt: &PacketContext<'_>) {
         self.inner.on_packet(pkt);
@@ -386,4 +391,44 @@ fn episode_still_open_when_the_capture_ended_before_the_next_resend_is_censored(
     assert_eq!(out[0].evidence.open_at_capture_end_ms, None);
     let json = serde_json::to_value(&out[0].evidence).unwrap();
     assert!(json.get("open_at_capture_end_ms").is_none());
+}
+
+#[test]
+fn flow_ended_keeps_every_diagnosis_and_drops_the_state() {
+    let unacked = Case {
+        answer: Some(32768),
+        ttl: None,
+        ..base()
+    };
+    for c in [base(), unacked] {
+        let (s, _, _) = build(c);
+        let without = diagnose(&s);
+        assert_eq!(without.len(), 1);
+        let (mut ended, _, _) = build(c);
+        ended.end_flow();
+        let mut d = Diagnoser::default();
+        ended.run(&mut d);
+        assert_eq!(d.after_end, Some(0));
+        assert_eq!(d.out, without);
+    }
+}
+
+#[test]
+fn a_stream_without_data_keeps_no_state() {
+    let mut d = MissingZeroWindow::default();
+    for i in 0..10_000u64 {
+        for ev in syn_only(i, i + 1, at(i as f64)) {
+            d.on_flow_event(&ev);
+        }
+    }
+    assert_eq!(d.active_streams(), 0);
+    assert_eq!(d.state_bytes(), 0);
+    // Handshake and pure ACKs only: still nothing.
+    let mut s = Script::new();
+    s.seg(C2S, 0.0, 1, 0, 1, 65280);
+    s.seg(S2C, 1.0, 1, 0, 1, 65280);
+    for ev in &s.events {
+        d.on_flow_event(ev);
+    }
+    assert_eq!(d.active_streams(), 0);
 }

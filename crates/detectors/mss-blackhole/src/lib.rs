@@ -12,7 +12,7 @@ use pcapsleuth_detect::timer::next_backoff_ns;
 use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent, Severity};
 use pcapsleuth_flow::SegmentEvent;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 /// Detector id (the truth files use it).
@@ -197,10 +197,31 @@ struct DirState {
     peer_last_ts: Option<i64>,
 }
 
+/// Per direction of data ([`Direction::index`]) of a stream past its SYN.
+type Stream = [Option<DirState>; 2];
+
+/// A direction of an ended stream with segments that kept failing: what the
+/// diagnosis needs (its ledger finished, the failing records apart).
+#[derive(Debug, Clone)]
+struct Ended {
+    key: (StreamId, usize),
+    st: DirState,
+    failing: Vec<Retired>,
+}
+
 /// The `mss-blackhole` detector.
+///
+/// Memory: nothing for a stream that sent only SYNs; a boxed pair of
+/// ledgers once a segment carries an ACK or data, until the stream's
+/// [`FlowEvent::FlowEnded`]; then its directions with failing segments (and
+/// the largest datagram acknowledged per direction, 16 bytes, for the path
+/// bounds of other flows between the same hosts) are kept.
 #[derive(Debug, Default)]
 pub struct MssBlackhole {
-    dirs: BTreeMap<(StreamId, usize), DirState>,
+    streams: pcapsleuth_detect::StreamMap<StreamId, Box<Stream>>,
+    ended: Vec<Ended>,
+    /// Largest IP datagram acknowledged (bytes, > 0) per direction of ended streams.
+    ended_acked_ip: Vec<(StreamId, usize, u32)>,
     icmp_streams: pcapsleuth_detect::StreamSet<StreamId>,
     icmp_pairs: HashSet<(IpAddr, IpAddr)>,
 }
@@ -213,27 +234,81 @@ impl MssBlackhole {
         }
     }
 
+    /// Streams with live state (past the SYN, not ended).
+    pub fn active_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Heap bytes held for live streams (by capacity: map slots, boxes,
+    /// segment queues), excluding what ended streams left for the diagnosis.
+    pub fn state_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(StreamId, Box<Stream>)>() + 1;
+        let queues: usize = self
+            .streams
+            .values()
+            .flat_map(|s| s.iter().flatten())
+            .map(|d| {
+                d.ledger.unacked_len()
+                    * std::mem::size_of::<pcapsleuth_detect::retx::SegmentRecord>()
+            })
+            .sum();
+        self.streams.capacity() * slot + self.streams.len() * std::mem::size_of::<Stream>() + queues
+    }
+
     fn on_segment(&mut self, seg: &SegmentEvent) {
         if seg.duplicate_of.is_some() {
             return;
         }
-        let key = (seg.stream, seg.dir.index());
-        if seg.payload_len > 0 && !seg.flags.syn() && !seg.flags.rst() {
-            self.dirs
-                .entry(key)
-                .or_insert_with(Self::new_dir)
+        let data = seg.payload_len > 0 && !seg.flags.syn() && !seg.flags.rst();
+        let ack = seg.flags.ack();
+        let st = if data || ack {
+            self.streams.entry(seg.stream).or_default()
+        } else {
+            match self.streams.get_mut(&seg.stream) {
+                Some(st) => st,
+                None => return,
+            }
+        };
+        if data {
+            st[seg.dir.index()]
+                .get_or_insert_with(Self::new_dir)
                 .ledger
                 .on_data(seg);
         }
-        let peer_key = (seg.stream, seg.dir.reverse().index());
+        let peer = &mut st[seg.dir.reverse().index()];
         // Every ACK counts (the SYN/ACK acknowledging the SYN proves the handshake passed).
-        if seg.flags.ack() || self.dirs.contains_key(&peer_key) {
-            let st = self.dirs.entry(peer_key).or_insert_with(Self::new_dir);
-            st.peer_last_ts = Some(seg.ts.0);
-            if seg.flags.ack() && !seg.flags.rst() {
+        if ack || peer.is_some() {
+            let p = peer.get_or_insert_with(Self::new_dir);
+            p.peer_last_ts = Some(seg.ts.0);
+            if ack && !seg.flags.rst() {
                 if let Some(a) = seg.rel_ack {
-                    st.ledger.on_ack(a, seg.frame, seg.ts);
+                    p.ledger.on_ack(a, seg.frame, seg.ts);
                 }
+            }
+        }
+    }
+
+    /// The stream left the flow table: finish its ledgers, keep what the
+    /// diagnosis and the path bounds of other flows need, drop the rest.
+    fn on_flow_ended(&mut self, stream: StreamId) {
+        let Some(st) = self.streams.remove(&stream) else {
+            return;
+        };
+        for (di, d) in st.into_iter().enumerate() {
+            let Some(mut d) = d else { continue };
+            d.ledger.finish();
+            if d.ledger.largest_acked_ip > 0 {
+                self.ended_acked_ip
+                    .push((stream, di, d.ledger.largest_acked_ip));
+            }
+            let retired = d.ledger.take_retired();
+            let failing: Vec<Retired> = failing_segments(&retired).into_iter().cloned().collect();
+            if !failing.is_empty() {
+                self.ended.push(Ended {
+                    key: (stream, di),
+                    st: d,
+                    failing,
+                });
             }
         }
     }
@@ -241,11 +316,27 @@ impl MssBlackhole {
     /// End of capture: one [`Diagnosis`] per flow direction with a path-MTU
     /// black hole, in (`tcp.stream`, direction) order. Consumes the detector's state.
     pub fn diagnose(&mut self, ctx: &FinishContext) -> Vec<Diagnosis> {
-        let mut dirs = std::mem::take(&mut self.dirs);
+        let mut all = std::mem::take(&mut self.ended);
+        let mut live: Vec<(StreamId, Box<Stream>)> =
+            std::mem::take(&mut self.streams).into_iter().collect();
+        live.sort_unstable_by_key(|(k, _)| *k);
+        let mut acked_ip = std::mem::take(&mut self.ended_acked_ip);
+        for (stream, st) in live {
+            for (di, d) in st.into_iter().enumerate() {
+                let Some(mut d) = d else { continue };
+                d.ledger.finish();
+                acked_ip.push((stream, di, d.ledger.largest_acked_ip));
+                let failing = d.ledger.take_retired();
+                all.push(Ended {
+                    key: (stream, di),
+                    st: d,
+                    failing,
+                });
+            }
+        }
         // Largest IP datagram acknowledged per (src addr, dst addr), across flows.
         let mut pair_lower: HashMap<(IpAddr, IpAddr), u32> = HashMap::new();
-        for (&(stream, di), st) in dirs.iter_mut() {
-            st.ledger.finish();
+        for (stream, di, ip) in acked_ip {
             if let Some(&(c, s)) = ctx.streams.get(&stream) {
                 let (src, dst) = if di == 0 {
                     (c.addr, s.addr)
@@ -253,12 +344,16 @@ impl MssBlackhole {
                     (s.addr, c.addr)
                 };
                 let e = pair_lower.entry((src, dst)).or_insert(0);
-                *e = (*e).max(st.ledger.largest_acked_ip);
+                *e = (*e).max(ip);
             }
         }
-        dirs.into_iter()
-            .filter_map(|((stream, di), st)| {
-                self.diagnose_direction(ctx, &pair_lower, stream, dir_of(di), st)
+        // (stream, direction) order; an ended stream's direction before the
+        // live state of a stream that later reused its id (stable sort).
+        all.sort_by_key(|e| e.key);
+        all.into_iter()
+            .filter_map(|e| {
+                let (stream, di) = e.key;
+                self.diagnose_direction(ctx, &pair_lower, stream, dir_of(di), &e.st, &e.failing)
             })
             .collect()
     }
@@ -270,10 +365,10 @@ impl MssBlackhole {
         pair_lower: &HashMap<(IpAddr, IpAddr), u32>,
         stream: StreamId,
         dir: Direction,
-        mut st: DirState,
+        st: &DirState,
+        retired: &[Retired],
     ) -> Option<Diagnosis> {
-        let retired = st.ledger.take_retired();
-        let failing = failing_segments(&retired);
+        let failing = failing_segments(retired);
         let main = failing
             .iter()
             .max_by_key(|r| (r.record.tx_count, std::cmp::Reverse(r.record.rel_seq)))?;
@@ -393,6 +488,7 @@ impl Detector for MssBlackhole {
     fn on_flow_event(&mut self, event: &FlowEvent) {
         match event {
             FlowEvent::Segment(seg) => self.on_segment(seg),
+            FlowEvent::FlowEnded(e) => self.on_flow_ended(e.stream),
             FlowEvent::IcmpError(ic)
                 if ic.quotes_tcp()
                     && matches!(ic.kind, IcmpKind::FragNeeded | IcmpKind::PacketTooBig) =>

@@ -339,3 +339,90 @@ fn black_hole_still_open_when_the_capture_ended_before_the_next_resend_is_censor
     let out = ended(last_ms + 60_000.0);
     assert_eq!(out[0].evidence.open_at_capture_end_ms, None);
 }
+
+/// The diagnoses of `s` with `end` pushed after its events, and the live
+/// streams right after the first `FlowEnded`.
+fn diagnose_ended(s: &Script, ctx: &pcapsleuth_detect::FinishContext) -> (Vec<Diagnosis>, usize) {
+    let mut d = MssBlackhole::default();
+    let mut live = usize::MAX;
+    for ev in &s.events {
+        d.on_flow_event(ev);
+        if matches!(ev, FlowEvent::FlowEnded(_)) && live == usize::MAX {
+            live = d.active_streams();
+        }
+    }
+    (d.diagnose(ctx), live)
+}
+
+#[test]
+fn flow_ended_keeps_the_diagnosis_and_drops_the_ledgers() {
+    fn stuck() -> Script {
+        let mut s = Script::new();
+        upload(&mut s, LADDER);
+        s
+    }
+    fn recovered() -> Script {
+        let mut s = stuck();
+        let mut seq = 101;
+        let mut t = 7000.0;
+        while seq < 101 + 1448 * 12 {
+            s.seg(C2S, t, seq, 1012, 1, 64512);
+            seq += 1012;
+            s.seg(S2C, t + 0.1, 1, 0, seq, 65536);
+            t += 1.0;
+        }
+        s
+    }
+    for make in [stuck as fn() -> Script, recovered] {
+        let without = diagnose(&make());
+        assert_eq!(without.len(), 1);
+        let mut s = make();
+        s.end_flow();
+        let (with, live) = diagnose_ended(&s, &s.ctx());
+        assert_eq!(live, 0);
+        assert_eq!(with, without);
+    }
+}
+
+#[test]
+fn an_ended_flow_between_the_same_hosts_still_bounds_the_path() {
+    // Stream 1 (same hosts, other port) carried 1400-byte datagrams, then ended.
+    let mut s = Script::new();
+    for k in 0..3i64 {
+        s.seg(C2S, 0.0 + k as f64, 1 + 1348 * k, 1348, 1, 64512);
+        s.seg(S2C, 0.5 + k as f64, 1, 0, 1 + 1348 * (k + 1), 65536);
+    }
+    for ev in s.events.iter_mut() {
+        if let FlowEvent::Segment(seg) = ev {
+            seg.stream = StreamId(1);
+        }
+    }
+    let mut with_end = Script::new();
+    with_end.events = s.events.clone();
+    with_end.events.push(flow_ended(StreamId(1), 6, at(5.5)));
+    let mut main = Script::new();
+    upload(&mut main, LADDER);
+    s.events.extend(main.events.iter().copied());
+    with_end.events.extend(main.events.iter().copied());
+    let mut ctx = main.ctx();
+    let (c, sv) = main.endpoints();
+    ctx.streams
+        .insert(StreamId(1), (Endpoint { port: 40001, ..c }, sv));
+    let (without, _) = diagnose_ended(&s, &ctx);
+    let (with, live) = diagnose_ended(&with_end, &ctx);
+    assert_eq!(live, 0);
+    assert_eq!(without.len(), 1);
+    assert_eq!(without[0].evidence.path_mtu_lower_bound_bytes, 1400);
+    assert_eq!(with, without);
+}
+
+#[test]
+fn a_one_syn_stream_keeps_no_state() {
+    let mut d = MssBlackhole::default();
+    for i in 0..10_000u64 {
+        for ev in syn_only(i, i + 1, at(i as f64)) {
+            d.on_flow_event(&ev);
+        }
+    }
+    assert_eq!((d.active_streams(), d.state_bytes()), (0, 0));
+}

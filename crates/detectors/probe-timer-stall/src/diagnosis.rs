@@ -3,7 +3,7 @@
 
 use crate::{ProbeTimerStall, Trigger, BURST_NS, MAX_GAP_NS, MIN_GAP_NS, RELEASE_NS};
 use pcapsleuth_core::time::ns_to_ms;
-use pcapsleuth_core::{Direction, FrameNo, Severity, StreamId};
+use pcapsleuth_core::{Direction, FrameNo, Severity, StreamId, Timestamp};
 use pcapsleuth_detect::followup::SegRec;
 use pcapsleuth_detect::timer::{match_any, matches_timer};
 use pcapsleuth_detect::{FinishContext, FlowRef};
@@ -135,113 +135,141 @@ impl ProbeTimerStall {
     /// ledger (in `ctx`) that none of those covers (small-window probe,
     /// far-side view), in that order.
     pub fn diagnose(&self, ctx: &FinishContext) -> Vec<Diagnosis> {
-        let mut out: Vec<Diagnosis> = self
-            .bursts()
-            .iter()
-            .filter_map(|members| self.diagnose_burst(members, ctx))
+        let mut keyed = self.ended.clone();
+        let mut live: Vec<_> = self.streams.iter().collect();
+        live.sort_unstable_by_key(|(k, _)| **k);
+        for c in live.into_iter().filter_map(|(_, st)| st.cold.as_deref()) {
+            keyed.extend(diagnose_stream(&c.triggers));
+        }
+        // Bursts in (stream, direction, first trigger) order, as clustered
+        // over the whole capture (stable: an ended stream's bursts before
+        // those of a stream that later reused its id).
+        keyed.sort_by_key(|(k, _)| *k);
+        let mut out: Vec<Diagnosis> = keyed
+            .into_iter()
+            .map(|(_, mut d)| {
+                d.flow = ctx.flow_ref(d.stream);
+                d.evidence.flow_silent_ms = self
+                    .stalls
+                    .get(&(d.stream, d.evidence.carrier_frame))
+                    .map(|&ns| ns_to_ms(ns));
+                d
+            })
             .collect();
         let more = self.diagnose_from_ledger(ctx, &out);
         out.extend(more);
         out
     }
+}
 
-    /// Cluster triggers of one sender that come in a burst (≤ [`BURST_NS`]
-    /// apart, same kind), each in time order; indices into `triggers`.
-    fn bursts(&self) -> Vec<Vec<usize>> {
-        let mut order: Vec<usize> = (0..self.triggers.len()).collect();
-        order.sort_by_key(|&i| {
-            self.triggers
-                .get(i)
-                .map(|t| (t.stream, t.dir.index(), t.ts, t.frame))
-        });
-        let mut clusters: Vec<Vec<usize>> = Vec::new();
-        for i in order {
-            let Some(t) = self.triggers.get(i) else {
-                continue;
-            };
-            let joins = clusters
-                .last()
-                .and_then(|c| c.last())
-                .and_then(|&j| self.triggers.get(j))
-                .is_some_and(|p| {
-                    p.stream == t.stream
-                        && p.dir == t.dir
-                        && p.kind == t.kind
-                        && t.ts.0.saturating_sub(p.ts.0) <= BURST_NS
-                });
-            match clusters.last_mut() {
-                Some(c) if joins => c.push(i),
-                _ => clusters.push(vec![i]),
-            }
-        }
-        clusters
-    }
+/// Order key of a burst: its stream, direction, and first trigger's time and frame.
+pub(crate) type BurstKey = (StreamId, usize, Timestamp, FrameNo);
 
-    /// The earliest trigger's waiting bytes decide the carrier: the first
-    /// segment (by time) carrying them, 150 ms – 60 s later, with none of the
-    /// sender's data in between.
-    fn diagnose_burst(&self, members: &[usize], ctx: &FinishContext) -> Option<Diagnosis> {
-        let t: &Trigger = self.triggers.get(*members.first()?)?;
-        let carrier = t
-            .segs
-            .iter()
-            .filter(|r| r.covers(t.offset))
-            .min_by_key(|r| (r.ts, r.frame))
-            .copied()?;
-        let gap = carrier.ts.0.saturating_sub(t.ts.0);
-        if !(MIN_GAP_NS..=MAX_GAP_NS).contains(&gap) {
-            return None;
-        }
-        // Silence: nothing else of this sender's data between the trigger and the carrier.
-        if t.segs
-            .iter()
-            .any(|r| r.ts.0 > t.ts.0 && r.ts.0 < carrier.ts.0)
-        {
-            return None;
-        }
-        let released_end = t
-            .segs
-            .iter()
-            .filter(|r| r.ts.0 >= carrier.ts.0 && r.ts.0 <= carrier.ts.0.saturating_add(RELEASE_NS))
-            .map(|r| r.rel_seq + r.payload_len as i64)
-            .max()
-            .unwrap_or(carrier.rel_seq + carrier.payload_len as i64);
-        let bytes_waited = (released_end - t.offset).max(carrier.payload_len as i64);
-        let flow_silent_ns = self
-            .stalls
-            .iter()
-            .find(|s| s.stream == t.stream && s.end_frame == carrier.frame)
-            .map(|s| s.end_ts.0.saturating_sub(s.start_ts.0));
-        let mut trigger_frames: Vec<FrameNo> = members
-            .iter()
-            .filter_map(|i| self.triggers.get(*i).map(|t| t.frame))
-            .collect();
-        trigger_frames.sort_unstable();
-        trigger_frames.dedup();
-        let mut frames = trigger_frames.clone();
-        frames.push(carrier.frame);
-        frames.sort_unstable();
-        frames.dedup();
-        Some(Diagnosis {
-            severity: Severity::Warning,
-            stream: t.stream,
-            dir: t.dir,
-            flow: ctx.flow_ref(t.stream),
-            mtu: t.mtu,
-            frames,
-            start_ns: t.ts.0,
-            end_ns: carrier.ts.0,
-            evidence: ProbeTimerStallEvidence {
-                trigger: t.kind,
-                trigger_frame: t.frame,
-                trigger_frames,
-                carrier_frame: carrier.frame,
-                gap_ms: ns_to_ms(gap),
-                timer: KernelTimer::of_gap(gap, t.kind, &carrier),
-                bytes_waited,
-                waiting_rel_seq: Some(t.offset),
-                flow_silent_ms: flow_silent_ns.map(ns_to_ms),
-            },
+/// The diagnoses of one stream's triggers (see [`diagnose_burst`]), with
+/// their order keys; `flow` and `flow_silent_ms` are left empty (the caller
+/// has the context and the stalls).
+pub(crate) fn diagnose_stream(triggers: &[Trigger]) -> Vec<(BurstKey, Diagnosis)> {
+    bursts(triggers)
+        .iter()
+        .filter_map(|members| {
+            let t = triggers.get(*members.first()?)?;
+            let key = (t.stream, t.dir.index(), t.ts, t.frame);
+            diagnose_burst(triggers, members).map(|d| (key, d))
         })
+        .collect()
+}
+
+/// Cluster triggers of one sender that come in a burst (≤ [`BURST_NS`]
+/// apart, same kind), each in time order; indices into `triggers`.
+fn bursts(triggers: &[Trigger]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..triggers.len()).collect();
+    order.sort_by_key(|&i| {
+        triggers
+            .get(i)
+            .map(|t| (t.stream, t.dir.index(), t.ts, t.frame))
+    });
+    let mut clusters: Vec<Vec<usize>> = Vec::new();
+    for i in order {
+        let Some(t) = triggers.get(i) else {
+            continue;
+        };
+        let joins = clusters
+            .last()
+            .and_then(|c| c.last())
+            .and_then(|&j| triggers.get(j))
+            .is_some_and(|p| {
+                p.stream == t.stream
+                    && p.dir == t.dir
+                    && p.kind == t.kind
+                    && t.ts.0.saturating_sub(p.ts.0) <= BURST_NS
+            });
+        match clusters.last_mut() {
+            Some(c) if joins => c.push(i),
+            _ => clusters.push(vec![i]),
+        }
     }
+    clusters
+}
+
+/// The earliest trigger's waiting bytes decide the carrier: the first
+/// segment (by time) carrying them, 150 ms – 60 s later, with none of the
+/// sender's data in between.
+fn diagnose_burst(triggers: &[Trigger], members: &[usize]) -> Option<Diagnosis> {
+    let t: &Trigger = triggers.get(*members.first()?)?;
+    let carrier = t
+        .segs
+        .iter()
+        .filter(|r| r.covers(t.offset))
+        .min_by_key(|r| (r.ts, r.frame))
+        .copied()?;
+    let gap = carrier.ts.0.saturating_sub(t.ts.0);
+    if !(MIN_GAP_NS..=MAX_GAP_NS).contains(&gap) {
+        return None;
+    }
+    // Silence: nothing else of this sender's data between the trigger and the carrier.
+    if t.segs
+        .iter()
+        .any(|r| r.ts.0 > t.ts.0 && r.ts.0 < carrier.ts.0)
+    {
+        return None;
+    }
+    let released_end = t
+        .segs
+        .iter()
+        .filter(|r| r.ts.0 >= carrier.ts.0 && r.ts.0 <= carrier.ts.0.saturating_add(RELEASE_NS))
+        .map(|r| r.rel_seq + r.payload_len as i64)
+        .max()
+        .unwrap_or(carrier.rel_seq + carrier.payload_len as i64);
+    let bytes_waited = (released_end - t.offset).max(carrier.payload_len as i64);
+    let mut trigger_frames: Vec<FrameNo> = members
+        .iter()
+        .filter_map(|i| triggers.get(*i).map(|t| t.frame))
+        .collect();
+    trigger_frames.sort_unstable();
+    trigger_frames.dedup();
+    let mut frames = trigger_frames.clone();
+    frames.push(carrier.frame);
+    frames.sort_unstable();
+    frames.dedup();
+    Some(Diagnosis {
+        severity: Severity::Warning,
+        stream: t.stream,
+        dir: t.dir,
+        flow: None,
+        mtu: t.mtu,
+        frames,
+        start_ns: t.ts.0,
+        end_ns: carrier.ts.0,
+        evidence: ProbeTimerStallEvidence {
+            trigger: t.kind,
+            trigger_frame: t.frame,
+            trigger_frames,
+            carrier_frame: carrier.frame,
+            gap_ms: ns_to_ms(gap),
+            timer: KernelTimer::of_gap(gap, t.kind, &carrier),
+            bytes_waited,
+            waiting_rel_seq: Some(t.offset),
+            flow_silent_ms: None,
+        },
+    })
 }

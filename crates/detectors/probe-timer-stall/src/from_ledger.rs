@@ -103,11 +103,7 @@ impl ProbeTimerStall {
             TriggerKind::SmallWindow => (e.dir, e.start_frame, e.end_frame),
             _ => (e.dir, e.evidence.trigger_frame?, e.end_frame),
         };
-        let flow_silent_ns = self
-            .stalls
-            .iter()
-            .find(|s| s.stream == e.tcp_stream && s.end_frame == carrier)
-            .map(|s| s.end_ts.0.saturating_sub(s.start_ts.0));
+        let flow_silent_ns = self.stalls.get(&(e.tcp_stream, carrier)).copied();
         let mut frames = vec![e.start_frame, trigger, carrier];
         frames.sort_unstable();
         frames.dedup();

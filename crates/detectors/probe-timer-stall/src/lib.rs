@@ -61,29 +61,107 @@ struct ZeroWindowState {
     probed: bool,
 }
 
+/// SND.UNA and SND.NXT (relative, bytes) of one direction's sender after
+/// its last segment; `i64::MIN` in both before any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Snd(i64, i64);
+
+impl Default for Snd {
+    fn default() -> Self {
+        Snd(i64::MIN, i64::MIN)
+    }
+}
+
+impl Snd {
+    fn get(self) -> Option<(i64, i64)> {
+        (self != Snd::default()).then_some((self.0, self.1))
+    }
+}
+
+/// Everything kept for one stream past its SYN (or quoted by an ICMP
+/// error): 40 bytes inline; zero windows and triggers in [`Cold`].
+#[derive(Debug, Default)]
+struct Stream {
+    /// Per direction of the sender ([`Direction::index`]).
+    snd: [Snd; 2],
+    cold: Option<Box<Cold>>,
+}
+
+/// What a stream keeps from its first zero window or trigger on.
+#[derive(Debug, Default)]
+struct Cold {
+    /// Zero-window episode of the peer, per data sender direction.
+    zero: [ZeroWindowState; 2],
+    triggers: Vec<Trigger>,
+    /// Triggers (indices into `triggers`) still collecting segments, per direction.
+    open: [Vec<usize>; 2],
+}
+
 /// The `probe-timer-stall` detector.
+///
+/// Memory: nothing per stream that sent only SYNs; a per-stream entry past
+/// the SYN (40 bytes inline; its zero windows and triggers boxed) until its
+/// [`FlowEvent::FlowEnded`], when its triggers are
+/// diagnosed and only the diagnoses are kept. Capture-wide: the follow-up
+/// history ([`FollowUp`], fixed size) and one 24-byte entry per stall with
+/// data pending (the ledger's probe0 waits are matched to them at the end).
 #[derive(Debug, Default)]
 pub struct ProbeTimerStall {
-    triggers: Vec<Trigger>,
-    open: pcapsleuth_detect::StreamMap<(StreamId, Direction), Vec<usize>>,
+    streams: pcapsleuth_detect::StreamMap<StreamId, Stream>,
     follow: FollowUp,
-    snd: pcapsleuth_detect::StreamMap<(StreamId, Direction), (i64, i64)>,
-    zero: pcapsleuth_detect::StreamMap<(StreamId, Direction), ZeroWindowState>,
-    stalls: Vec<StallEvent>,
+    /// (stream, last frame of the silence) → silence (ns), of the first
+    /// stall with data (or not just a SYN) pending ending there.
+    stalls: pcapsleuth_detect::StreamMap<(StreamId, FrameNo), i64>,
+    /// Burst diagnoses of ended streams, with their order key (stream,
+    /// direction, first trigger's time and frame); `flow` and
+    /// `flow_silent_ms` are filled in at the end.
+    ended: Vec<((StreamId, usize, Timestamp, FrameNo), Diagnosis)>,
 }
 
 impl ProbeTimerStall {
+    /// Streams with live state (past the SYN, not ended).
+    pub fn active_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Heap bytes held for live streams (by capacity: map slots, boxes,
+    /// triggers and their segments), excluding the capture-wide history,
+    /// stalls and the diagnoses of ended streams.
+    pub fn state_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(StreamId, Stream)>() + 1;
+        let per = |c: &Cold| {
+            std::mem::size_of::<Cold>()
+                + c.triggers.capacity() * std::mem::size_of::<Trigger>()
+                + c.triggers
+                    .iter()
+                    .map(|t| t.segs.capacity() * std::mem::size_of::<SegRec>())
+                    .sum::<usize>()
+                + c.open.iter().map(|o| o.capacity() * 8).sum::<usize>()
+        };
+        self.streams.capacity() * slot
+            + self
+                .streams
+                .values()
+                .filter_map(|s| s.cold.as_deref())
+                .map(per)
+                .sum::<usize>()
+    }
+
     fn add_trigger(&mut self, mut t: Trigger) {
         // Look back for out-of-order frames already seen (later timestamps, earlier frame numbers).
         t.segs = self
             .follow
             .history(t.stream, t.dir)
             .filter(|r| r.ts.0 > t.ts.0)
-            .copied()
             .collect();
-        let key = (t.stream, t.dir);
-        self.open.entry(key).or_default().push(self.triggers.len());
-        self.triggers.push(t);
+        let c = self
+            .streams
+            .entry(t.stream)
+            .or_default()
+            .cold
+            .get_or_insert_with(Box::default);
+        c.open[t.dir.index()].push(c.triggers.len());
+        c.triggers.push(t);
     }
 
     fn on_segment(&mut self, s: &SegmentEvent) {
@@ -91,43 +169,61 @@ impl ProbeTimerStall {
         if s.duplicate_of.is_some() {
             return;
         }
-        self.snd.insert((s.stream, s.dir), (s.snd_una, s.snd_nxt));
+        let st = match self.streams.get_mut(&s.stream) {
+            Some(st) => st,
+            // A stream's SYNs: nothing to keep yet (no zero window, no
+            // trigger can wait on them; an ICMP quoting a SYN-only stream
+            // finds no SND.UNA, as for a stream never seen).
+            None if s.flags.syn() && s.payload_len == 0 => return,
+            None => self.streams.entry(s.stream).or_default(),
+        };
+        let di = s.dir.index();
+        st.snd[di] = Snd(s.snd_una, s.snd_nxt);
+        let Some(c) = st.cold.as_deref_mut() else {
+            return;
+        };
         // A sender probing into a zero window advertised by its peer.
-        if let Some(z) = self.zero.get_mut(&(s.stream, s.dir)) {
-            if z.start.is_some()
-                && (s.analysis.zero_window_probe
-                    || s.wireshark.zero_window_probe
-                    || s.analysis.keep_alive
-                    || s.payload_len > 0)
-            {
-                z.probed = true;
-            }
+        let z = &mut c.zero[di];
+        if z.start.is_some()
+            && (s.analysis.zero_window_probe
+                || s.wireshark.zero_window_probe
+                || s.analysis.keep_alive
+                || s.payload_len > 0)
+        {
+            z.probed = true;
         }
-        if s.payload_len == 0 {
+        if s.payload_len == 0 || c.open[di].is_empty() {
             return;
         }
         let rec = SegRec::from_event(s);
-        if let Some(ids) = self.open.get_mut(&(s.stream, s.dir)) {
-            ids.retain(|&i| {
-                let Some(t) = self.triggers.get_mut(i) else {
-                    return false;
-                };
-                if rec.ts.0 > t.ts.0 {
-                    t.segs.push(rec);
-                }
-                t.segs.len() < SEGS_PER_TRIGGER && rec.ts.0 <= t.ts.0.saturating_add(MAX_GAP_NS)
-            });
-            if ids.is_empty() {
-                self.open.remove(&(s.stream, s.dir));
+        let triggers = &mut c.triggers;
+        c.open[di].retain(|&i| {
+            let Some(t) = triggers.get_mut(i) else {
+                return false;
+            };
+            if rec.ts.0 > t.ts.0 {
+                t.segs.push(rec);
             }
-        }
+            t.segs.len() < SEGS_PER_TRIGGER && rec.ts.0 <= t.ts.0.saturating_add(MAX_GAP_NS)
+        });
     }
 
     fn on_window(&mut self, w: &pcapsleuth_flow::WindowChangeEvent) {
         // The advertiser is the segment's sender; the data sender is the other direction.
-        let sender = (w.stream, w.dir.reverse());
+        let sender = w.dir.reverse();
         let zero_now = w.new_bytes == Some(0) || (w.new_bytes.is_none() && w.raw == 0);
-        let z = self.zero.entry(sender).or_default();
+        let st = match self.streams.get_mut(&w.stream) {
+            Some(st) => st,
+            None if !zero_now => return,
+            None => self.streams.entry(w.stream).or_default(),
+        };
+        let snd = st.snd[sender.index()];
+        let c = match st.cold.as_deref_mut() {
+            Some(c) => c,
+            None if !zero_now => return,
+            None => st.cold.get_or_insert_with(Box::default),
+        };
+        let z = &mut c.zero[sender.index()];
         if zero_now {
             if z.start.is_none() {
                 *z = ZeroWindowState {
@@ -143,11 +239,11 @@ impl ProbeTimerStall {
         if !probed {
             return;
         }
-        let offset = self.snd.get(&sender).map_or(0, |&(_, nxt)| nxt);
+        let offset = snd.get().map_or(0, |(_, nxt)| nxt);
         self.add_trigger(Trigger {
             kind: TriggerKind::ZeroWindow,
             stream: w.stream,
-            dir: sender.1,
+            dir: sender,
             frame: w.frame,
             ts: w.ts,
             offset,
@@ -166,9 +262,10 @@ impl ProbeTimerStall {
         };
         // Stale quote: those bytes were already acknowledged.
         if self
-            .snd
-            .get(&(stream, dir))
-            .is_some_and(|&(una, _)| offset < una)
+            .streams
+            .get(&stream)
+            .and_then(|st| st.snd[dir.index()].get())
+            .is_some_and(|(una, _)| offset < una)
         {
             return;
         }
@@ -188,6 +285,21 @@ impl ProbeTimerStall {
             segs: Vec::new(),
         });
     }
+
+    fn on_stall(&mut self, s: &StallEvent) {
+        self.stalls
+            .entry((s.stream, s.end_frame))
+            .or_insert(s.end_ts.0.saturating_sub(s.start_ts.0));
+    }
+
+    /// The stream left the flow table: diagnose its triggers now, drop its state.
+    fn on_flow_ended(&mut self, stream: StreamId) {
+        self.follow.end_stream(stream);
+        if let Some(c) = self.streams.remove(&stream).and_then(|st| st.cold) {
+            let out = diagnosis::diagnose_stream(&c.triggers);
+            self.ended.extend(out);
+        }
+    }
 }
 
 impl Detector for ProbeTimerStall {
@@ -206,9 +318,8 @@ impl Detector for ProbeTimerStall {
             FlowEvent::IcmpError(e) => self.on_icmp(e),
             FlowEvent::WindowChange(w) => self.on_window(w),
             // Stalls with data (or not just a SYN) pending; the carrier's stall is evidence.
-            FlowEvent::Stall(s) if s.pending_bytes > 0 || !s.pending_syn => {
-                self.stalls.push(*s);
-            }
+            FlowEvent::Stall(s) if s.pending_bytes > 0 || !s.pending_syn => self.on_stall(s),
+            FlowEvent::FlowEnded(e) => self.on_flow_ended(e.stream),
             _ => {}
         }
     }

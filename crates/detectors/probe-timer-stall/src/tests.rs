@@ -437,3 +437,68 @@ fn ledger_wait_covered_by_a_trigger_is_reported_once() {
     );
     assert_eq!(got[0].evidence.carrier_frame, carrier);
 }
+
+// ---- FlowEnded and memory ----
+
+/// Three captures' worth of triggers: self-addressed frag-needed, a missed
+/// zero-window re-opening, a router's frag-needed burst with a stall.
+fn scenarios() -> Vec<fn(&mut Cap)> {
+    vec![
+        |c| {
+            c.seg(C2S, 33, 0.0, 1801, 600, false);
+            c.icmp(529, 500.44, "192.0.2.10", 2401);
+            c.icmp(530, 500.45, "192.0.2.10", 3849);
+            c.seg(C2S, 532, 707.349, 2401, 1348, false);
+            c.seg(C2S, 533, 707.40, 3749, 1348, false);
+        },
+        |c| {
+            c.seg(C2S, 10, 0.0, 1, 1000, false);
+            c.window(S2C, 11, 0.1, 0);
+            c.seg(C2S, 12, 200.0, 1001, 0, true);
+            c.window(S2C, 14, 650.0, 700);
+            c.seg(C2S, 15, 1451.0, 1001, 700, false);
+        },
+        |c| {
+            c.seg(C2S, 10, 0.0, 1, 1448, false);
+            c.icmp(11, 0.1, "192.0.2.1", 1);
+            c.d.on_flow_event(&FlowEvent::Stall(StallEvent {
+                stream: StreamId(0),
+                dir: C2S,
+                start_frame: FrameNo(10),
+                start_ts: ts(0.0),
+                end_frame: FrameNo(13),
+                end_ts: ts(400.1),
+                pending_bytes: 1448,
+                pending_syn: false,
+                ended_by: pcapsleuth_flow::StallEnd::Retransmission,
+            }));
+            c.seg(C2S, 13, 400.1, 1, 1348, false);
+        },
+    ]
+}
+
+#[test]
+fn flow_ended_diagnoses_the_stream_and_drops_it() {
+    for build in scenarios() {
+        let mut c = Cap::new();
+        build(&mut c);
+        let without = c.run();
+        assert_eq!(without.len(), 1, "{without:?}");
+        let mut c = Cap::new();
+        build(&mut c);
+        c.d.on_flow_event(&synth::flow_ended(StreamId(0), 9999, ts(5000.0)));
+        assert_eq!(c.d.active_streams(), 0);
+        assert_eq!(c.run(), without);
+    }
+}
+
+#[test]
+fn one_syn_streams_keep_no_state() {
+    let mut d = ProbeTimerStall::default();
+    for i in 0..10_000u64 {
+        for ev in synth::syn_only(i, i + 1, ts(i as f64)) {
+            d.on_flow_event(&ev);
+        }
+    }
+    assert_eq!((d.active_streams(), d.state_bytes()), (0, 0));
+}

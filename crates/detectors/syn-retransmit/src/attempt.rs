@@ -91,6 +91,35 @@ pub(crate) struct Attempt {
 }
 
 impl Attempt {
+    /// A new attempt of `stream`: SYN `tx` in direction `syn_dir` with ISN `isn`.
+    pub(crate) fn new(stream: StreamId, syn_dir: Direction, isn: SeqNum, tx: Tx) -> Attempt {
+        Attempt {
+            stream,
+            syn_dir,
+            isn,
+            syns: vec![tx],
+            first_retx_wait_ns: None,
+            duplicates: Vec::new(),
+            synack_isn: None,
+            synacks: Vec::new(),
+            synack_retransmits: 0,
+            synack_retx_pre_ack: 0,
+            rst: None,
+            handshake_ack: None,
+            acked_synack: None,
+            went_on: None,
+            syns_after_synack: 0,
+            synack_isns: Vec::new(),
+        }
+    }
+
+    /// Heap bytes of its lists.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        (self.syns.capacity() + self.synacks.capacity()) * std::mem::size_of::<Tx>()
+            + self.duplicates.capacity() * std::mem::size_of::<FrameNo>()
+            + self.synack_isns.capacity() * std::mem::size_of::<SeqNum>()
+    }
+
     pub(crate) fn answered(&self) -> bool {
         !self.synacks.is_empty() || self.rst.is_some() || self.went_on.is_some()
     }

@@ -234,14 +234,13 @@ struct SameIsn {
 }
 
 impl SameIsn {
-    fn new(d: &SynRetransmit, ctx: &FinishContext) -> Self {
-        let server_keys: Vec<Option<String>> = d
-            .attempts
+    fn new(d: &SynRetransmit, attempts: &[Attempt], ctx: &FinishContext) -> Self {
+        let server_keys: Vec<Option<String>> = attempts
             .iter()
             .map(|a| d.server_of(a, ctx).map(|(_, s)| sock(s)))
             .collect();
         let mut by_isn: HashMap<(String, u32), Vec<usize>> = HashMap::new();
-        for (i, a) in d.attempts.iter().enumerate() {
+        for (i, a) in attempts.iter().enumerate() {
             if let Some(Some(k)) = server_keys.get(i) {
                 by_isn.entry((k.clone(), a.isn.0)).or_default().push(i);
             }
@@ -295,34 +294,35 @@ impl SynRetransmit {
     /// Diagnose every delayed connection setup of the capture (one
     /// [`Diagnosis`] per connection; a connection refused at once is not one).
     pub fn diagnose(&self, ctx: &FinishContext) -> Vec<Diagnosis> {
-        let same_isn = SameIsn::new(self, ctx);
+        let attempts = self.attempts_for(ctx);
+        let same_isn = SameIsn::new(self, &attempts, ctx);
         let facts = CaptureFacts {
-            services: self.service_stats(&same_isn),
-            client_failed: self.client_failures(ctx, &same_isn),
+            services: Self::service_stats(&attempts, &same_isn),
+            client_failed: self.client_failures(&attempts, ctx, &same_isn),
             same_isn,
         };
-        self.attempts
+        attempts
             .iter()
             .enumerate()
             .filter(|(_, a)| a.delayed() && !a.refused_at_once())
-            .filter_map(|(i, a)| self.diagnose_attempt(i, a, ctx, &facts))
+            .filter_map(|(i, a)| self.diagnose_attempt(&attempts, i, a, ctx, &facts))
             .collect()
     }
 
     /// Per-service statistics over every attempt that got an answer or was
     /// delayed; NAT views of one connection count once.
-    fn service_stats(&self, same_isn: &SameIsn) -> BTreeMap<String, ServiceStats> {
+    fn service_stats(attempts: &[Attempt], same_isn: &SameIsn) -> BTreeMap<String, ServiceStats> {
         let mut services: BTreeMap<String, ServiceStats> = BTreeMap::new();
-        for (i, a) in self.attempts.iter().enumerate() {
+        for (i, a) in attempts.iter().enumerate() {
             if !(a.answered() || a.delayed()) {
                 continue;
             }
             let Some(Some(key)) = same_isn.server_keys.get(i) else {
                 continue;
             };
-            let twins = same_isn.twins(&self.attempts, i);
+            let twins = same_isn.twins(attempts, i);
             if twins.iter().any(|&j| {
-                let b = self.attempts.get(j);
+                let b = attempts.get(j);
                 // Keep the delayed view; between equals keep the first.
                 b.is_some_and(|b| {
                     (b.delayed() && !a.delayed()) || (b.delayed() == a.delayed() && j < i)
@@ -346,11 +346,12 @@ impl SynRetransmit {
     /// answered, refused, or SYN/ACK never acknowledged).
     fn client_failures(
         &self,
+        attempts: &[Attempt],
         ctx: &FinishContext,
         same_isn: &SameIsn,
     ) -> HashMap<IpAddr, BTreeSet<String>> {
         let mut client_failed: HashMap<IpAddr, BTreeSet<String>> = HashMap::new();
-        for (i, a) in self.attempts.iter().enumerate() {
+        for (i, a) in attempts.iter().enumerate() {
             if a.connected() {
                 continue;
             }
@@ -366,6 +367,7 @@ impl SynRetransmit {
     /// The diagnosis of one delayed attempt (index `i`).
     fn diagnose_attempt(
         &self,
+        attempts: &[Attempt],
         i: usize,
         a: &Attempt,
         ctx: &FinishContext,
@@ -373,9 +375,9 @@ impl SynRetransmit {
     ) -> Option<Diagnosis> {
         let twins: Vec<&Attempt> = facts
             .same_isn
-            .twins(&self.attempts, i)
+            .twins(attempts, i)
             .into_iter()
-            .filter_map(|j| self.attempts.get(j))
+            .filter_map(|j| attempts.get(j))
             .collect();
         let first = a.syns.first()?;
         let ends = self.server_of(a, ctx);

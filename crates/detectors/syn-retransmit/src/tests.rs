@@ -1203,3 +1203,142 @@ fn joined_ladder_next_retry_is_its_next_rung() {
     assert_eq!(ladder::next_wait_ns(&[1_500 * MS], 60_000 * MS), 1_500 * MS);
     assert_eq!(ladder::next_wait_ns(&[], 0), 1_000 * MS);
 }
+
+/// A capture with a delayed connection (stream 0), its NAT view showing
+/// only the retry (stream 8, one SYN), one-SYN attempts of the same client
+/// to six other services (streams 1–6) and an answered one (stream 7).
+fn mixed_capture() -> Cap {
+    let mut c = Cap::new();
+    c.connect(0, 41000, &[0.0, 1016.801], Some(1016.886));
+    for s in 1..=6u64 {
+        c.flow(s, 41000 + s as u16, "203.0.113.7", 9000 + s as u16);
+        let isn = 77 + s as u32;
+        c.seg(s, C2S, 10.0 * s as f64, SYN, isn, 0, None);
+    }
+    c.connect(7, 41007, &[100.0], Some(100.2));
+    c.flow(8, 45000, "198.51.100.10", 8080);
+    c.seg(8, C2S, 1016.85, SYN, CISN, 0, None);
+    c
+}
+
+/// `events` with the `FlowEnded` of every stream after its last event.
+fn with_flow_ends(events: &[FlowEvent]) -> Vec<FlowEvent> {
+    let stream_of = |e: &FlowEvent| match e {
+        FlowEvent::FlowStarted(f) => Some(f.stream),
+        FlowEvent::Segment(s) => Some(s.stream),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        out.push(*e);
+        if let Some(s) = stream_of(e) {
+            if !events[i + 1..].iter().any(|l| stream_of(l) == Some(s)) {
+                out.push(pcapsleuth_detect::synth::flow_ended(s, 0, at(0.0)));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn flow_ended_changes_no_diagnosis() {
+    let c = mixed_capture();
+    let want = c.diagnose();
+    assert_eq!(want.len(), 1, "{want:?}");
+    assert_eq!(want[0].evidence.client_failed_services, 7);
+    assert_eq!(want[0].evidence.same_isn_streams, vec![StreamId(8)]);
+    let (d, ctx) = c.feed();
+    assert_eq!(d.live_streams(), 9);
+    let ended = Cap {
+        events: with_flow_ends(&c.events),
+        frame: c.frame,
+    };
+    let (d2, _) = ended.feed();
+    assert_eq!(
+        format!("{:?}", d2.diagnose(&ctx)),
+        format!("{:?}", d.diagnose(&ctx))
+    );
+}
+
+#[test]
+fn a_syn_re_sent_after_flow_ended_is_still_a_retry() {
+    // suricata-verify tls-subjectaltname stream 1: SYN, a bare ACK, the
+    // client's RST (the flow table retires the stream 10 s later), the
+    // same SYN 13 s on, answered.
+    let mut c = Cap::new();
+    c.flow(0, 59622, "198.51.100.10", 443);
+    c.seg(0, C2S, 0.0, SYN, CISN, 0, None);
+    c.seg(0, S2C, 18.0, ACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(0, C2S, 18.4, TcpFlags::RST, CISN.wrapping_add(1), 0, None);
+    c.events.push(pcapsleuth_detect::synth::flow_ended(
+        StreamId(0),
+        3,
+        at(18.4),
+    ));
+    c.seg(0, C2S, 13098.3, SYN, CISN, 0, None);
+    c.seg(0, S2C, 13116.4, SYNACK, SISN, CISN.wrapping_add(1), None);
+    c.seg(
+        0,
+        C2S,
+        13116.6,
+        ACK,
+        CISN.wrapping_add(1),
+        SISN.wrapping_add(1),
+        None,
+    );
+    let out = c.diagnose();
+    assert_eq!(out.len(), 1, "{out:?}");
+    assert_eq!(out[0].evidence.syn_count, 2);
+    assert!(out[0].evidence.connected);
+}
+
+#[test]
+fn a_one_syn_stream_costs_24_bytes() {
+    let mut d = SynRetransmit::default();
+    let n = 10_000u64;
+    for i in 0..n {
+        for e in pcapsleuth_detect::synth::syn_only(i, i + 1, at(i as f64)) {
+            d.on_flow_event(&e);
+        }
+    }
+    assert_eq!(d.live_streams(), n as usize);
+    let per = d.state_bytes() as f64 / n as f64;
+    println!("syn-retransmit: {per:.1} bytes per one-SYN stream");
+    assert!(per <= 24.0 * 1.25, "{per}");
+}
+
+#[test]
+fn a_handshake_completed_at_once_costs_96_bytes() {
+    let mut c = Cap::new();
+    let n = 2_000u64;
+    for i in 0..n {
+        c.connect(i, 20000 + i as u16, &[i as f64], Some(i as f64 + 0.05));
+    }
+    let (d, ctx) = c.feed();
+    assert_eq!(d.live_streams(), n as usize);
+    assert_eq!((d.done.len(), d.attempts.len()), (n as usize, 0));
+    let per = d.state_bytes() as f64 / n as f64;
+    println!("syn-retransmit: {per:.1} bytes per completed handshake");
+    // A 24-byte slot and a 72-byte `Done`, tables grown by a quarter at most.
+    assert!(per <= 96.0 * 1.25, "{per}");
+    // Each is still a connection of its service at the end.
+    let all = d.attempts_for(&ctx);
+    assert_eq!(all.len(), n as usize);
+    assert!(all.iter().all(|a| a.connected() && a.synacks.len() == 1));
+}
+
+#[test]
+fn a_synack_resent_after_a_compact_handshake_expands_it() {
+    let mut c = Cap::new();
+    c.connect(0, 40000, &[0.0], Some(0.05));
+    c.connect(1, 40001, &[10.0], Some(10.05));
+    c.seg(0, S2C, 1000.0, SYNACK, SISN, CISN.wrapping_add(1), None);
+    let (d, ctx) = c.feed();
+    assert_eq!((d.done.len(), d.attempts.len()), (2, 1));
+    let all = d.attempts_for(&ctx);
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[0].stream, StreamId(0));
+    assert_eq!((all[0].synacks.len(), all[0].synack_retransmits), (2, 1));
+    assert_eq!(all[0].synack_retx_pre_ack, 0);
+    assert_eq!((all[1].synacks.len(), all[1].synack_retransmits), (1, 0));
+}

@@ -1,7 +1,7 @@
 //! The decision: each direction whose right window edge moved left →
 //! one [`Diagnosis`] (plain data, no prose; [`crate::render()`] writes the words).
 
-use crate::{DirState, WindowRetraction};
+use crate::{DirState, Stream, WindowRetraction};
 use pcapsleuth_core::{Direction, FrameNo, Severity, StreamId};
 use pcapsleuth_detect::{FinishContext, FlowRef};
 use serde::Serialize;
@@ -119,18 +119,20 @@ impl WindowRetraction {
     /// retracted by at least one window-scale unit or dropped data, in that
     /// order (see `reported`). Consumes the detector's state.
     pub fn diagnose(&mut self, ctx: &FinishContext) -> Vec<Diagnosis> {
-        let mut keys: Vec<(StreamId, usize)> = self
-            .dirs
-            .iter()
-            .filter(|(_, st)| reported(st))
-            .map(|(k, _)| *k)
-            .collect();
-        keys.sort_unstable();
-        keys.into_iter()
-            .filter_map(|k| {
-                let st = self.dirs.remove(&k)?;
-                Some(diagnose_dir(ctx, k.0, dir_of(k.1), st))
-            })
+        let mut all = std::mem::take(&mut self.ended);
+        for (stream, st) in std::mem::take(&mut self.streams) {
+            let Stream { dirs, .. } = *st;
+            for (i, d) in dirs.into_iter().enumerate() {
+                if reported(&d) {
+                    all.push(((stream, i), d));
+                }
+            }
+        }
+        // (stream, direction) order; an ended stream's direction before the
+        // live state of a stream that later reused its id (stable sort).
+        all.sort_by_key(|(k, _)| *k);
+        all.into_iter()
+            .map(|(k, st)| diagnose_dir(ctx, k.0, dir_of(k.1), st))
             .collect()
     }
 }
@@ -142,8 +144,10 @@ impl WindowRetraction {
 /// down; many stacks do it on every ACK: 1,282 connection directions of the
 /// public corpus): listed in the evidence of a reported direction, never
 /// reported on their own.
-fn reported(st: &DirState) -> bool {
-    st.count > st.below_unit || st.dropped_segments > 0
+pub(crate) fn reported(st: &DirState) -> bool {
+    st.rx
+        .as_ref()
+        .is_some_and(|rx| rx.count > rx.below_unit || rx.dropped_segments > 0)
 }
 
 fn dir_of(i: usize) -> Direction {
@@ -154,7 +158,9 @@ fn dir_of(i: usize) -> Direction {
     }
 }
 
-fn diagnose_dir(ctx: &FinishContext, stream: StreamId, dir: Direction, st: DirState) -> Diagnosis {
+fn diagnose_dir(ctx: &FinishContext, stream: StreamId, dir: Direction, d: DirState) -> Diagnosis {
+    let factor = d.factor;
+    let st = d.rx.map(|rx| *rx).unwrap_or_default();
     let mut frames: Vec<FrameNo> = st
         .listed
         .iter()
@@ -169,7 +175,7 @@ fn diagnose_dir(ctx: &FinishContext, stream: StreamId, dir: Direction, st: DirSt
     let evidence = WindowRetractionEvidence {
         receiver: peer(ctx, stream, dir),
         sender: peer(ctx, stream, dir.reverse()),
-        window_scale_factor: st.factor,
+        window_scale_factor: factor,
         count: st.count,
         max_retracted_bytes: st.max_retracted,
         below_scale_unit_count: st.below_unit,

@@ -14,7 +14,9 @@ pub use diagnose::{Diagnosis, DroppedSegment, RetractionEvidence, WindowRetracti
 pub use render::render;
 
 use pcapsleuth_core::{Direction, FrameNo, StreamId, Timestamp};
-use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent, StreamMap};
+use pcapsleuth_detect::{
+    Detector, DetectorInfo, Finding, FinishContext, FlowEvent, StreamMap, StreamSlots,
+};
 use pcapsleuth_flow::SegmentEvent;
 use std::collections::VecDeque;
 
@@ -103,22 +105,30 @@ struct Watch {
     ranges: Vec<Range>,
 }
 
-/// Per (`tcp.stream`, direction of the receiver's segments).
+/// Per (`tcp.stream`, direction of the receiver's segments): the hot state
+/// every segment touches; what retractions add lives in [`Retracted`], from
+/// the direction's first retraction.
 #[derive(Debug, Clone, Default)]
 struct DirState {
     /// The receiver's last advertisement (latest ACK seen).
     last: Option<Adv>,
     /// Bytes per window unit (2^shift), from a non-zero scaled window.
     factor: Option<u64>,
+    /// Highest relative sequence + 1 the sender has sent.
+    snd_nxt: Option<i64>,
+    ring: VecDeque<Sent>,
+    rx: Option<Box<Retracted>>,
+}
+
+/// The retractions of one direction and the data sent into them.
+#[derive(Debug, Clone, Default)]
+struct Retracted {
     listed: Vec<RetractionEvidence>,
     count: u64,
     max_retracted: u64,
     below_unit: u64,
     to_zero: u64,
     sent_into: u64,
-    /// Highest relative sequence + 1 the sender has sent.
-    snd_nxt: Option<i64>,
-    ring: VecDeque<Sent>,
     watches: VecDeque<Watch>,
     drops: Vec<DroppedSegment>,
     dropped_segments: u64,
@@ -127,7 +137,7 @@ struct DirState {
     span: Option<(i64, i64)>,
 }
 
-impl DirState {
+impl Retracted {
     fn widen(&mut self, ts: Timestamp) {
         self.span = Some(match self.span {
             None => (ts.0, ts.0),
@@ -135,18 +145,24 @@ impl DirState {
         });
     }
 
-    /// `cur` moved the right edge left of `prev`'s.
-    fn retracted(&mut self, prev: Adv, cur: Adv, inflight_ns: i64) {
+    /// `cur` moved the right edge left of `prev`'s; `ring` holds the data in flight.
+    fn retracted(
+        &mut self,
+        factor: Option<u64>,
+        ring: &VecDeque<Sent>,
+        (prev, cur): (Adv, Adv),
+        inflight_ns: i64,
+    ) {
         let (prev_edge, new_edge) = (prev.edge(), cur.edge());
         let bytes = u64::try_from(prev_edge.saturating_sub(new_edge)).unwrap_or(0);
-        let below = self.factor.map(|f| bytes < f);
+        let below = factor.map(|f| bytes < f);
         self.count += 1;
         self.max_retracted = self.max_retracted.max(bytes);
         self.below_unit += u64::from(below == Some(true));
         self.to_zero += u64::from(cur.window == 0);
         let mut ranges = Vec::new();
         let mut sent_into = 0u64;
-        for s in &self.ring {
+        for s in ring {
             if let Some(r) = clip(s.frame, s.ts, s.seq, s.end, new_edge, prev_edge) {
                 sent_into += span_len(r.seq, r.end);
                 if ranges.len() < MAX_RANGES {
@@ -188,34 +204,8 @@ impl DirState {
         });
     }
 
-    /// A data segment of the sender: new bytes may land in a retracted
-    /// space; re-sent bytes that were sent into one and never acknowledged
-    /// were dropped by the receiver.
-    fn sender_data(&mut self, seg: &SegmentEvent, min_gap_ns: i64) {
-        let (seq, end) = (seg.rel_seq, seg.rel_seq + i64::from(seg.payload_len));
-        let acked = self.last.map_or(i64::MIN, |a| a.ack);
-        if let Some(n) = self.snd_nxt.filter(|n| seq < *n) {
-            self.resent(seg, seq, end.min(n), acked, min_gap_ns);
-        }
-        let new_seq = self.snd_nxt.map_or(seq, |n| seq.max(n));
-        if end <= new_seq {
-            return;
-        }
-        self.snd_nxt = Some(end);
-        if self.last.is_none() {
-            // No placed advertisement from the receiver yet (none seen, or
-            // its window scale is unknown): nothing can retract, keep nothing.
-            return;
-        }
-        if self.ring.len() >= SENT_RING {
-            self.ring.pop_front();
-        }
-        self.ring.push_back(Sent {
-            frame: seg.frame,
-            ts: seg.ts,
-            seq: new_seq,
-            end,
-        });
+    /// New bytes `[new_seq, end)` of `seg` may land in a watched retracted space.
+    fn new_data(&mut self, seg: &SegmentEvent, new_seq: i64, end: i64) {
         let mut added = 0u64;
         for w in self.watches.iter_mut().filter(|w| seg.ts <= w.horizon) {
             if let Some(r) = clip(seg.frame, seg.ts, new_seq, end, w.new_edge, w.prev_edge) {
@@ -282,14 +272,77 @@ impl DirState {
             }
         }
     }
+}
+
+impl DirState {
+    /// A data segment of the sender: new bytes may land in a retracted
+    /// space; re-sent bytes that were sent into one and never acknowledged
+    /// were dropped by the receiver.
+    fn sender_data(&mut self, seg: &SegmentEvent, min_gap_ns: i64) {
+        let (seq, end) = (seg.rel_seq, seg.rel_seq + i64::from(seg.payload_len));
+        let acked = self.last.map_or(i64::MIN, |a| a.ack);
+        if let Some(n) = self.snd_nxt.filter(|n| seq < *n) {
+            if let Some(rx) = self.rx.as_mut() {
+                rx.resent(seg, seq, end.min(n), acked, min_gap_ns);
+            }
+        }
+        let new_seq = self.snd_nxt.map_or(seq, |n| seq.max(n));
+        if end <= new_seq {
+            return;
+        }
+        self.snd_nxt = Some(end);
+        if self.last.is_none() {
+            // No placed advertisement from the receiver yet (none seen, or
+            // its window scale is unknown): nothing can retract, keep nothing.
+            return;
+        }
+        if self.ring.len() >= SENT_RING {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(Sent {
+            frame: seg.frame,
+            ts: seg.ts,
+            seq: new_seq,
+            end,
+        });
+        if let Some(rx) = self.rx.as_mut() {
+            rx.new_data(seg, new_seq, end);
+        }
+    }
+
+    /// `cur` moved the right edge left of `prev`'s.
+    fn retracted(&mut self, prev: Adv, cur: Adv, inflight_ns: i64) {
+        let rx = self.rx.get_or_insert_with(Box::default);
+        rx.retracted(self.factor, &self.ring, (prev, cur), inflight_ns);
+    }
 
     /// The receiver acknowledged up to `ack` at `ts`: forget acknowledged
     /// data and retractions whose space is acknowledged and whose in-flight
     /// horizon has passed.
     fn acknowledged(&mut self, ack: i64, ts: Timestamp) {
-        self.ring.retain(|s| s.end > ack);
-        self.watches
-            .retain(|w| !(ack >= w.prev_edge && ts > w.horizon));
+        // The ring holds first transmissions in sending order: their ends
+        // strictly increase, so the acknowledged ones are a prefix.
+        while self.ring.front().is_some_and(|s| s.end <= ack) {
+            self.ring.pop_front();
+        }
+        if let Some(rx) = self.rx.as_mut().filter(|rx| !rx.watches.is_empty()) {
+            rx.watches
+                .retain(|w| !(ack >= w.prev_edge && ts > w.horizon));
+        }
+    }
+
+    /// The stream ended: keep what the diagnosis reads (the window unit and
+    /// the retractions), free the in-flight ring and the watches (no later
+    /// segment can land in them).
+    fn conclude(self) -> DirState {
+        DirState {
+            factor: self.factor,
+            rx: self.rx.map(|mut rx| {
+                rx.watches = VecDeque::new();
+                rx
+            }),
+            ..DirState::default()
+        }
     }
 }
 
@@ -328,27 +381,123 @@ struct Handshake {
     rtt_ns: Option<i64>,
 }
 
+/// Timestamp (ns) of the first SYN of a stream that has sent nothing else
+/// yet; `i64::MIN` for none (the [`StreamSlots`] default).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FirstSyn(i64);
+
+impl Default for FirstSyn {
+    fn default() -> Self {
+        FirstSyn(i64::MIN)
+    }
+}
+
+/// Everything kept for one stream past its first SYN.
+#[derive(Debug, Default)]
+struct Stream {
+    hs: Handshake,
+    /// Per direction of the receiver's segments ([`Direction::index`]).
+    dirs: [DirState; 2],
+}
+
 /// The `window-retraction` detector.
+///
+/// Memory: a stream that only sent SYNs costs one 8-byte [`StreamSlots`]
+/// slot (its first SYN's time); a stream past the SYN one boxed `Stream`
+/// until its [`FlowEvent::FlowEnded`], after which only its reported
+/// directions' evidence is kept.
 #[derive(Debug, Default)]
 pub struct WindowRetraction {
-    dirs: StreamMap<(StreamId, usize), DirState>,
-    hs: StreamMap<StreamId, Handshake>,
+    streams: StreamMap<StreamId, Box<Stream>>,
+    syn: StreamSlots<FirstSyn>,
+    /// Reported directions of streams that ended, in the order they ended.
+    ended: Vec<((StreamId, usize), DirState)>,
 }
 
 impl WindowRetraction {
+    /// Streams with live state (past their first SYN, not ended): the
+    /// detector's memory is O(this) plus the findings kept.
+    pub fn active_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Heap bytes held for live streams (by capacity: the map's slots, each
+    /// stream's box and queues, the first-SYN slots), excluding findings kept.
+    pub fn state_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(StreamId, Box<Stream>)>() + 1;
+        let per_stream = |s: &Stream| {
+            std::mem::size_of::<Stream>()
+                + s.dirs
+                    .iter()
+                    .map(|d| {
+                        d.ring.capacity() * std::mem::size_of::<Sent>()
+                            + d.rx.as_ref().map_or(0, |rx| {
+                                std::mem::size_of::<Retracted>()
+                                    + rx.watches.capacity() * std::mem::size_of::<Watch>()
+                            })
+                    })
+                    .sum::<usize>()
+        };
+        self.streams.capacity() * slot
+            + self.streams.values().map(|s| per_stream(s)).sum::<usize>()
+            + self.syn.span() * std::mem::size_of::<FirstSyn>()
+    }
+
     fn on_segment(&mut self, seg: &SegmentEvent) {
         if seg.duplicate_of.is_some() || seg.flags.rst() {
             return;
         }
+        let st = match self.streams.get_mut(&seg.stream) {
+            Some(st) => st,
+            None if seg.flags.syn() && !seg.flags.ack() => {
+                // Only SYNs so far: remember the first one's time, nothing else.
+                let slot = self.syn.get_mut(seg.stream);
+                if slot.0 == i64::MIN {
+                    *slot = FirstSyn(seg.ts.0);
+                }
+                return;
+            }
+            None => {
+                let syn = self.syn.get(seg.stream).map(|f| Timestamp(f.0));
+                self.syn.clear(seg.stream);
+                let st = Box::new(Stream {
+                    hs: Handshake {
+                        syn,
+                        ..Handshake::default()
+                    },
+                    ..Stream::default()
+                });
+                self.streams.entry(seg.stream).or_insert(st)
+            }
+        };
+        st.on_segment(seg);
+    }
+
+    /// The stream left the flow table: keep its reported directions, drop the rest.
+    fn on_flow_ended(&mut self, stream: StreamId) {
+        self.syn.clear(stream);
+        let Some(st) = self.streams.remove(&stream) else {
+            return;
+        };
+        let Stream { dirs, .. } = *st;
+        for (i, d) in dirs.into_iter().enumerate() {
+            if diagnose::reported(&d) {
+                self.ended.push(((stream, i), d.conclude()));
+            }
+        }
+    }
+}
+
+impl Stream {
+    fn on_segment(&mut self, seg: &SegmentEvent) {
         if self.handshake(seg) {
             return;
         }
-        let rtt = self.hs.get(&seg.stream).and_then(|h| h.rtt_ns).unwrap_or(0);
+        let rtt = self.hs.rtt_ns.unwrap_or(0);
         let inflight = rtt.saturating_add(INFLIGHT_SLACK_NS);
         if seg.payload_len > 0 {
-            let key = (seg.stream, seg.dir.reverse().index());
             let min_gap = (rtt / 2).max(MIN_RESEND_GAP_NS);
-            self.dirs.entry(key).or_default().sender_data(seg, min_gap);
+            self.dirs[seg.dir.reverse().index()].sender_data(seg, min_gap);
         }
         let (Some(ack), Some(window)) = (seg.rel_ack, seg.window_bytes) else {
             // No ACK, or the window scale is unknown (handshake not
@@ -358,7 +507,7 @@ impl WindowRetraction {
         if !seg.flags.ack() {
             return;
         }
-        let st = self.dirs.entry((seg.stream, seg.dir.index())).or_default();
+        let st = &mut self.dirs[seg.dir.index()];
         if seg.window_raw > 0 {
             st.factor = Some(window / u64::from(seg.window_raw));
         }
@@ -386,7 +535,7 @@ impl WindowRetraction {
     /// Track the handshake; true for SYN segments (their window is never
     /// scaled, RFC 7323 section 2.2: not an advertisement to compare).
     fn handshake(&mut self, seg: &SegmentEvent) -> bool {
-        let h = self.hs.entry(seg.stream).or_default();
+        let h = &mut self.hs;
         if seg.flags.syn() {
             if seg.flags.ack() {
                 h.synack = true;
@@ -415,8 +564,10 @@ impl Detector for WindowRetraction {
     }
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
-        if let FlowEvent::Segment(seg) = event {
-            self.on_segment(seg);
+        match event {
+            FlowEvent::Segment(seg) => self.on_segment(seg),
+            FlowEvent::FlowEnded(e) => self.on_flow_ended(e.stream),
+            _ => {}
         }
     }
 

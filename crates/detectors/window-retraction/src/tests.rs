@@ -44,9 +44,16 @@ fn recorded(s: &Script) -> Vec<RetractionEvidence> {
     for ev in &s.events {
         d.on_flow_event(ev);
     }
-    let mut keys: Vec<_> = d.dirs.keys().copied().collect();
+    let mut keys: Vec<_> = d.streams.keys().copied().collect();
     keys.sort_unstable();
-    keys.iter().flat_map(|k| d.dirs[k].listed.clone()).collect()
+    keys.iter()
+        .flat_map(|k| {
+            d.streams[k]
+                .dirs
+                .iter()
+                .flat_map(|st| st.rx.iter().flat_map(|rx| rx.listed.clone()))
+        })
+        .collect()
 }
 
 #[test]
@@ -336,4 +343,97 @@ fn evidence_json_keys_in_order() {
             r#""sent_into_bytes":0,"dropped_bytes":0}]}"#
         )
     );
+}
+
+/// A script with a retraction into which data was sent and re-sent (a
+/// dropped warning) plus a rounding-only direction.
+fn dropped_script() -> Script {
+    let mut s = handshake();
+    data(&mut s, 2.0, 1, 1000);
+    ack(&mut s, 3.0, 1001, 64000); // edge 65001
+    data(&mut s, 4.0, 1001, 30000);
+    ack(&mut s, 5.0, 1001, 0); // retract onto zero: 30000 bytes in flight dropped
+    data(&mut s, 400.0, 1001, 1000); // re-send
+    ack(&mut s, 401.0, 2001, 64000);
+    s
+}
+
+fn run_with_end(s: &Script) -> (Vec<Diagnosis>, usize) {
+    let mut d = WindowRetraction::default();
+    let mut live_after_end = usize::MAX;
+    for ev in &s.events {
+        d.on_flow_event(ev);
+        if matches!(ev, FlowEvent::FlowEnded(_)) {
+            live_after_end = d.active_streams();
+        }
+    }
+    (d.diagnose(&s.ctx()), live_after_end)
+}
+
+#[test]
+fn flow_ended_drops_the_stream_and_keeps_its_diagnosis() {
+    let s = dropped_script();
+    let without = run(&s);
+    assert_eq!(without.len(), 1);
+    assert_eq!(without[0].severity, Severity::Warning);
+    let mut ended = dropped_script();
+    ended.end_flow();
+    let (with, live) = run_with_end(&ended);
+    assert_eq!(live, 0);
+    assert_eq!(with, without);
+    // A retired stream's id used again starts from fresh state; the
+    // concluded diagnosis stays, and the new state is diagnosed after it.
+    let mut again = dropped_script();
+    again.end_flow();
+    let n = again.events.len();
+    again
+        .events
+        .extend(dropped_script().events[3..].iter().copied());
+    let (twice, _) = run_with_end(&again);
+    assert!(n < again.events.len());
+    assert_eq!(twice.len(), 2);
+    assert_eq!(twice[0], without[0]);
+}
+
+#[test]
+fn flow_ended_of_an_unreported_stream_keeps_nothing() {
+    let mut s = handshake();
+    data(&mut s, 2.0, 1, 1000);
+    ack(&mut s, 3.0, 1001, 64000);
+    s.end_flow();
+    let (out, live) = run_with_end(&s);
+    assert!(out.is_empty());
+    assert_eq!(live, 0);
+}
+
+#[test]
+fn a_one_syn_stream_costs_one_slot() {
+    let mut d = WindowRetraction::default();
+    for i in 0..10_000u64 {
+        for ev in
+            pcapsleuth_detect::synth::syn_only(i, i + 1, pcapsleuth_detect::synth::at(i as f64))
+        {
+            d.on_flow_event(&ev);
+        }
+    }
+    assert_eq!(d.active_streams(), 0);
+    assert!(d.state_bytes() <= 10_000 * 8 * 2, "{}", d.state_bytes());
+    // The first SYN's time still gives the handshake RTT.
+    let mut s = handshake();
+    data(&mut s, 2.0, 1, 1000);
+    let a = run(&s);
+    let mut d = WindowRetraction::default();
+    for ev in &s.events {
+        d.on_flow_event(ev);
+    }
+    assert_eq!(d.streams[&StreamId(0)].hs.rtt_ns, Some(1_000_000));
+    assert!(a.is_empty());
+    for i in 0..10_000u64 {
+        d.on_flow_event(&pcapsleuth_detect::synth::flow_ended(
+            StreamId(i),
+            1,
+            pcapsleuth_detect::synth::at(0.0),
+        ));
+    }
+    assert_eq!((d.active_streams(), d.syn.span()), (0, 0));
 }

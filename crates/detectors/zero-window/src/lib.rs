@@ -9,7 +9,7 @@ use pcapsleuth_core::{Direction, FlowRef, FrameNo, StreamId, Timestamp};
 use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent, Severity};
 use pcapsleuth_flow::SegmentEvent;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Detector id.
 pub const ID: &str = "zero-window";
@@ -139,13 +139,52 @@ impl DirState {
     }
 }
 
+/// Everything kept for one stream that sent a segment other than SYN/RST:
+/// 32 bytes inline, the zero-window states boxed from the first zero window.
+#[derive(Debug, Clone, Default)]
+struct Stream {
+    /// Last non-zero window per advertiser direction ([`Direction::index`]),
+    /// valid when its bit in `present` is set.
+    window: [u64; 2],
+    /// Bit `i`: direction `i` advertised a non-zero window; bit `2 + i`: that
+    /// window was scaled (the handshake was captured).
+    present: u8,
+    /// Zero-window state per advertiser direction, from its first zero window.
+    dirs: Option<Box<[Option<DirState>; 2]>>,
+}
+
+impl Stream {
+    fn last_window(&self, di: usize) -> Option<(u64, bool)> {
+        let w = *self.window.get(di)?;
+        (self.present & (1 << di) != 0).then_some((w, self.present & (4 << di) != 0))
+    }
+    fn set_last_window(&mut self, di: usize, (w, known): (u64, bool)) {
+        if let Some(slot) = self.window.get_mut(di) {
+            *slot = w;
+        }
+        self.present = (self.present & !(5 << di)) | (1 << di) | (u8::from(known) << (2 + di));
+    }
+}
+
+/// A direction of an ended stream with reportable episodes.
+#[derive(Debug, Clone)]
+struct Ended {
+    key: (StreamId, usize),
+    st: DirState,
+    still_closed: bool,
+}
+
 /// The `zero-window` detector. Keys: (`tcp.stream`, direction of the segments
 /// advertising the window).
+///
+/// Memory: nothing for a stream that sent only SYNs; a map entry (the last
+/// non-zero window each way) once it sends anything else, and the episodes
+/// of a direction from its first zero window, until the stream's
+/// [`FlowEvent::FlowEnded`]; then only reportable directions are kept.
 #[derive(Debug, Default)]
 pub struct ZeroWindow {
-    dirs: BTreeMap<(StreamId, usize), DirState>,
-    /// Last non-zero window (value, scaled?) of every direction: O(active flows).
-    last_window: pcapsleuth_detect::StreamMap<(StreamId, usize), (u64, bool)>,
+    streams: pcapsleuth_detect::StreamMap<StreamId, Stream>,
+    ended: Vec<Ended>,
 }
 
 fn window_value(seg: &SegmentEvent) -> (u64, bool) {
@@ -169,60 +208,55 @@ fn is_probe(seg: &SegmentEvent) -> bool {
 }
 
 impl ZeroWindow {
+    /// Streams with live state (sent more than SYNs, not ended).
+    pub fn active_streams(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Heap bytes held for live streams (by capacity: map slots and the
+    /// zero-window states), excluding what ended streams left.
+    pub fn state_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(StreamId, Stream)>() + 1;
+        let dirs: usize = self
+            .streams
+            .values()
+            .filter(|s| s.dirs.is_some())
+            .map(|_| std::mem::size_of::<[Option<DirState>; 2]>())
+            .sum();
+        self.streams.capacity() * slot + dirs
+    }
+
     fn on_segment(&mut self, seg: &SegmentEvent) {
         if seg.duplicate_of.is_some() || seg.flags.rst() || seg.flags.syn() {
             return;
         }
+        let stream = self.streams.entry(seg.stream).or_default();
         // As advertiser (receiver).
-        let key = (seg.stream, seg.dir.index());
+        let di = seg.dir.index();
         let (w, known) = window_value(seg);
         let zero = seg.window_raw == 0;
-        if zero && !self.dirs.contains_key(&key) {
-            let mut st = DirState::default();
-            if let Some(&(lw, lk)) = self.last_window.get(&key) {
-                st.last_nonzero = Some(lw);
-                st.scale_known = lk;
+        if zero {
+            let before = stream.last_window(di);
+            let dirs = stream.dirs.get_or_insert_with(Box::default);
+            if dirs[di].is_none() {
+                let mut st = DirState::default();
+                if let Some((lw, lk)) = before {
+                    st.last_nonzero = Some(lw);
+                    st.scale_known = lk;
+                }
+                dirs[di] = Some(st);
             }
-            self.dirs.insert(key, st);
+        } else {
+            stream.set_last_window(di, (w, known));
         }
-        if !zero {
-            self.last_window.insert(key, (w, known));
-        }
-        if let Some(st) = self.dirs.get_mut(&key) {
-            st.scale_known |= known;
-            if zero {
-                let before = st.last_nonzero;
-                let ep = st.open.get_or_insert_with(|| Episode {
-                    start_ts: seg.ts,
-                    last_ts: seg.ts,
-                    ..Default::default()
-                });
-                if ep.awaiting_answer {
-                    ep.answered += 1;
-                    ep.awaiting_answer = false;
-                }
-                ep.last_ts = seg.ts.max(ep.last_ts);
-                if ep.zero_frames.len() < MAX_FRAMES_PER_KIND {
-                    ep.zero_frames.push(seg.frame);
-                }
-                if let Some(b) = before {
-                    st.note_window(b);
-                }
-            } else {
-                st.last_nonzero = Some(w);
-                if let Some(mut ep) = st.open.take() {
-                    if ep.awaiting_answer {
-                        ep.answered += 1;
-                    }
-                    ep.reopen = Some((seg.frame, seg.ts, w));
-                    st.note_window(w);
-                    st.close(ep);
-                }
-            }
+        let Some(dirs) = stream.dirs.as_deref_mut() else {
+            return;
+        };
+        if let Some(st) = dirs[di].as_mut() {
+            st.on_advertisement(seg, zero, w, known);
         }
         // As prober (sender towards a closed window).
-        let peer_key = (seg.stream, seg.dir.reverse().index());
-        if let Some(st) = self.dirs.get_mut(&peer_key) {
+        if let Some(st) = dirs[seg.dir.reverse().index()].as_mut() {
             if let Some(ep) = st.open.as_mut() {
                 if is_probe(seg) {
                     ep.probe_count += 1;
@@ -240,6 +274,72 @@ impl ZeroWindow {
             }
         }
     }
+
+    /// The stream left the flow table: conclude its episodes (an episode
+    /// still open stays "still closed", as at the end of the capture), keep
+    /// reportable directions, drop the rest.
+    fn on_flow_ended(&mut self, stream: StreamId) {
+        let Some(st) = self.streams.remove(&stream) else {
+            return;
+        };
+        for (di, d) in st.dirs.into_iter().flat_map(|d| *d).enumerate() {
+            let Some(d) = d else { continue };
+            let (st, still_closed) = conclude(d);
+            if st.episode_count > 0 {
+                self.ended.push(Ended {
+                    key: (stream, di),
+                    st,
+                    still_closed,
+                });
+            }
+        }
+    }
+}
+
+impl DirState {
+    /// A segment of this direction's advertiser with window `w`.
+    fn on_advertisement(&mut self, seg: &SegmentEvent, zero: bool, w: u64, known: bool) {
+        self.scale_known |= known;
+        if zero {
+            let before = self.last_nonzero;
+            let ep = self.open.get_or_insert_with(|| Episode {
+                start_ts: seg.ts,
+                last_ts: seg.ts,
+                ..Default::default()
+            });
+            if ep.awaiting_answer {
+                ep.answered += 1;
+                ep.awaiting_answer = false;
+            }
+            ep.last_ts = seg.ts.max(ep.last_ts);
+            if ep.zero_frames.len() < MAX_FRAMES_PER_KIND {
+                ep.zero_frames.push(seg.frame);
+            }
+            if let Some(b) = before {
+                self.note_window(b);
+            }
+        } else {
+            self.last_nonzero = Some(w);
+            if let Some(mut ep) = self.open.take() {
+                if ep.awaiting_answer {
+                    ep.answered += 1;
+                }
+                ep.reopen = Some((seg.frame, seg.ts, w));
+                self.note_window(w);
+                self.close(ep);
+            }
+        }
+    }
+}
+
+/// Close the open episode (if any): the state and whether a reportable
+/// episode was still open.
+fn conclude(mut st: DirState) -> (DirState, bool) {
+    let still_closed = st.open.as_ref().is_some_and(|e| e.reportable());
+    if let Some(ep) = st.open.take() {
+        st.close(ep);
+    }
+    (st, still_closed)
 }
 
 fn ms(ns: i64) -> f64 {
@@ -299,12 +399,9 @@ fn diagnose_direction(
     ctx: &FinishContext,
     stream: StreamId,
     di: usize,
-    mut st: DirState,
+    st: DirState,
+    still_closed: bool,
 ) -> Option<Diagnosis> {
-    let still_closed = st.open.as_ref().is_some_and(|e| e.reportable());
-    if let Some(ep) = st.open.take() {
-        st.close(ep);
-    }
     if st.episode_count == 0 {
         return None;
     }
@@ -353,9 +450,23 @@ impl ZeroWindow {
     /// reportable zero-window episode, in (`tcp.stream`, direction) order.
     /// Consumes the detector's state.
     pub fn diagnose(&mut self, ctx: &FinishContext) -> Vec<Diagnosis> {
-        std::mem::take(&mut self.dirs)
-            .into_iter()
-            .filter_map(|((stream, di), st)| diagnose_direction(ctx, stream, di, st))
+        let mut all = std::mem::take(&mut self.ended);
+        for (stream, st) in std::mem::take(&mut self.streams) {
+            for (di, d) in st.dirs.into_iter().flat_map(|d| *d).enumerate() {
+                let Some(d) = d else { continue };
+                let (st, still_closed) = conclude(d);
+                all.push(Ended {
+                    key: (stream, di),
+                    st,
+                    still_closed,
+                });
+            }
+        }
+        // (stream, direction) order; an ended stream's direction before the
+        // live state of a stream that later reused its id (stable sort).
+        all.sort_by_key(|e| e.key);
+        all.into_iter()
+            .filter_map(|e| diagnose_direction(ctx, e.key.0, e.key.1, e.st, e.still_closed))
             .collect()
     }
 }
@@ -371,8 +482,10 @@ impl Detector for ZeroWindow {
     }
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
-        if let FlowEvent::Segment(seg) = event {
-            self.on_segment(seg);
+        match event {
+            FlowEvent::Segment(seg) => self.on_segment(seg),
+            FlowEvent::FlowEnded(e) => self.on_flow_ended(e.stream),
+            _ => {}
         }
     }
 

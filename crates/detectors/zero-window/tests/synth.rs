@@ -193,3 +193,61 @@ fn finish_renders_every_diagnosis() {
     assert_eq!(f.len(), 1);
     assert_eq!(f[0], render(&diagnose(&s)[0]));
 }
+
+/// Diagnoses of `s` and the live streams right after its `FlowEnded`.
+fn diagnose_ended(s: &Script) -> (Vec<Diagnosis>, usize) {
+    let mut d = ZeroWindow::default();
+    let mut live = usize::MAX;
+    for ev in &s.events {
+        d.on_flow_event(ev);
+        if matches!(ev, pcapsleuth_flow::FlowEvent::FlowEnded(_)) {
+            live = d.active_streams();
+        }
+    }
+    (d.diagnose(&s.ctx()), live)
+}
+
+#[test]
+fn flow_ended_keeps_the_diagnosis_and_drops_the_stream() {
+    // A closed-and-reopened episode, and one still closed at the end.
+    let reopened = || {
+        let mut s = Script::new();
+        persist_episode(&mut s);
+        s
+    };
+    let still_closed = || {
+        let mut s = reopened();
+        s.seg(S2C, 5000.0, 1, 0, 2001, 0);
+        s.seg(C2S, 5200.0, 2000, 0, 1, 65536);
+        s.last_mut().snd_una = 2001;
+        s.last_mut().analysis.zero_window_probe = true;
+        s
+    };
+    for s in [reopened(), still_closed()] {
+        let without = diagnose(&s);
+        assert_eq!(without.len(), 1);
+        let mut e = Script::new();
+        e.events = s.events.clone();
+        e.frame = s.frame;
+        e.end_flow();
+        let (with, live) = diagnose_ended(&e);
+        assert_eq!(live, 0);
+        assert_eq!(with, without);
+    }
+    assert!(
+        diagnose(&still_closed())[0]
+            .evidence
+            .still_closed_at_capture_end
+    );
+}
+
+#[test]
+fn one_syn_streams_keep_no_state() {
+    let mut d = ZeroWindow::default();
+    for i in 0..10_000u64 {
+        for ev in syn_only(i, i + 1, at(i as f64)) {
+            d.on_flow_event(&ev);
+        }
+    }
+    assert_eq!((d.active_streams(), d.state_bytes()), (0, 0));
+}

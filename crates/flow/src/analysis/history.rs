@@ -92,13 +92,16 @@ impl TxHistory {
         }
         if end > h.high {
             let new_start = start.max(h.high);
-            h.records.push_back(TxRecord {
-                start: new_start,
-                end,
-                first_ts: s.ts,
-                frame: s.frame,
-                retransmitted: new_start != start,
-            });
+            crate::grow::push_back(
+                &mut h.records,
+                TxRecord {
+                    start: new_start,
+                    end,
+                    first_ts: s.ts,
+                    frame: s.frame,
+                    retransmitted: new_start != start,
+                },
+            );
             h.high = end;
             if h.records.len() > MAX_RECORDS {
                 h.records.pop_front();

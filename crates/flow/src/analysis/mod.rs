@@ -108,28 +108,36 @@ pub struct SegmentVerdict {
 /// in frame order. Memory: at most 10 000 unacked segments per direction per
 /// copy (Wireshark's `TCP_MAX_UNACKED_SEGMENTS`) plus 4096 transmission
 /// records and 256 recent verdicts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct StreamAnalyzer {
     ws: Machine,
-    ours: Machine,
-    /// First transmissions (our since-first-transmission and Karn RTT);
-    /// `None` once the stream is finished ([`StreamAnalyzer::compact`]).
+    /// Our copy, once it differs from `ws`; `None` while it would be equal
+    /// (fed the same segments, it holds the same state and gives the same
+    /// answers). Forked from `ws` just before the first segment our copy
+    /// treats differently ([`StreamAnalyzer::ours_may_differ`]), so most
+    /// streams keep one machine (about 270 bytes inline and its unacked
+    /// lists less, and half the classification work).
+    ours: Option<Box<Machine>>,
+    /// First transmissions (our since-first-transmission and Karn RTT),
+    /// allocated at the first segment; dropped for good once the stream is
+    /// finished ([`StreamAnalyzer::compact`]).
     history: Option<Box<TxHistory>>,
-    recent: VecDeque<(FrameNo, SegmentAnalysis, Option<u64>)>,
+    /// [`StreamAnalyzer::compact`] ran: no history any more.
+    compacted: bool,
+    recent: VecDeque<RecentVerdict>,
     /// The next segment is the SYN that opened this stream by reusing ports.
     pending_reused_ports: bool,
 }
 
-impl Default for StreamAnalyzer {
-    fn default() -> Self {
-        StreamAnalyzer {
-            ws: Machine::default(),
-            ours: Machine::default(),
-            history: Some(Box::default()),
-            recent: VecDeque::new(),
-            pending_reused_ports: false,
-        }
-    }
+/// Our verdict on one recent segment, copied to its later sightings
+/// (24 bytes).
+#[derive(Debug, Clone, Copy)]
+struct RecentVerdict {
+    frame: FrameNo,
+    analysis: crate::packed::PackedAnalysis,
+    /// [`SegmentVerdict::bytes_in_flight`], 0 = `None` (lossless: it comes
+    /// from Wireshark's `guint32`, `None` when 0; see `nonzero`).
+    bytes_in_flight: u32,
 }
 
 fn dir_index(d: Direction) -> usize {
@@ -242,13 +250,15 @@ impl StreamAnalyzer {
     /// machines' unacked lists, the transmission history and recent verdicts.
     pub fn heap_bytes(&self) -> usize {
         self.ws.heap_bytes()
-            + self.ours.heap_bytes()
+            + self
+                .ours
+                .as_ref()
+                .map_or(0, |m| std::mem::size_of::<Machine>() + m.heap_bytes())
             + self
                 .history
                 .as_ref()
                 .map_or(0, |h| std::mem::size_of::<TxHistory>() + h.heap_bytes())
-            + self.recent.capacity()
-                * std::mem::size_of::<(FrameNo, SegmentAnalysis, Option<u64>)>()
+            + self.recent.capacity() * std::mem::size_of::<RecentVerdict>()
     }
 
     /// Shrink to what late segments of a finished stream need (called by the
@@ -265,6 +275,7 @@ impl StreamAnalyzer {
     /// Idempotent and cheap when already compact.
     pub fn compact(&mut self) {
         self.history = None;
+        self.compacted = true;
         if self.recent.len() > CLOSED_RECENT_VERDICTS {
             self.recent
                 .drain(..self.recent.len() - CLOSED_RECENT_VERDICTS);
@@ -273,7 +284,18 @@ impl StreamAnalyzer {
             self.recent.shrink_to_fit();
         }
         self.ws.shrink();
-        self.ours.shrink();
+        if let Some(m) = self.ours.as_mut() {
+            m.shrink();
+        }
+    }
+
+    /// Whether our copy of the Wireshark machine would treat this segment
+    /// differently from Wireshark's (checked on `ws`, equal to ours while
+    /// `ours` is `None`): a duplicate sighting (our copy skips it), or an
+    /// empty segment while the peer advertises a zero window (our Linux
+    /// zero-window-probe rule may apply; `Machine::linux_zwp_possible`).
+    fn ours_may_differ(&self, input: &SegmentInput<'_>, seg: &RawSeg) -> bool {
+        input.duplicate_of.is_some() || self.ws.linux_zwp_possible(seg)
     }
 
     /// Classify one segment (in frame order) and update the stream state.
@@ -298,7 +320,11 @@ impl StreamAnalyzer {
             return SegmentVerdict::default();
         }
         let reused = std::mem::take(&mut self.pending_reused_ports) || input.new_stream_on_syn;
-        let ws_ta = self.ws.on_segment(&raw_seg(input, reused, false));
+        let ws_seg = raw_seg(input, reused, false);
+        if self.ours.is_none() && self.ours_may_differ(input, &ws_seg) {
+            self.ours = Some(Box::new(self.ws.clone()));
+        }
+        let ws_ta = self.ws.on_segment(&ws_seg);
         let wireshark = to_analysis(&ws_ta);
         let mut v = SegmentVerdict {
             wireshark,
@@ -312,16 +338,21 @@ impl StreamAnalyzer {
 
         if let Some(orig) = input.duplicate_of {
             // One packet seen twice: same classification, no state change.
-            if let Some((_, a, bif)) = self.recent.iter().rev().find(|(f, _, _)| *f == orig) {
-                v.analysis = *a;
-                v.bytes_in_flight = *bif;
+            if let Some(r) = self.recent.iter().rev().find(|r| r.frame == orig) {
+                v.analysis = r.analysis.unpack();
+                v.bytes_in_flight = nonzero(r.bytes_in_flight);
             }
             return v;
         }
 
-        let ours_ta = self.ours.on_segment(&raw_seg(input, reused, true));
+        let ours_ta = match self.ours.as_mut() {
+            Some(m) => m.on_segment(&raw_seg(input, reused, true)),
+            // Same state, same segment: same answer.
+            None => ws_ta,
+        };
         v.analysis = to_analysis(&ours_ta);
-        v.bytes_in_flight = nonzero(ours_ta.bytes_in_flight);
+        let bytes_in_flight = ours_ta.bytes_in_flight;
+        v.bytes_in_flight = nonzero(bytes_in_flight);
         v.dup_ack_frame = v.analysis.duplicate_ack.then_some(ours_ta.dupack_frame);
 
         let d = dir_index(input.dir);
@@ -330,6 +361,9 @@ impl StreamAnalyzer {
             .payload_len
             .saturating_add(u32::from(s.flags.syn()))
             .saturating_add(u32::from(s.flags.fin()));
+        if !self.compacted && self.history.is_none() {
+            self.history = Some(Box::default());
+        }
         if let Some(history) = self.history.as_mut() {
             let since = history.on_sent(&Sent {
                 dir: d,
@@ -349,8 +383,14 @@ impl StreamAnalyzer {
         if self.recent.len() >= RECENT_VERDICTS {
             self.recent.pop_front();
         }
-        self.recent
-            .push_back((input.frame, v.analysis, v.bytes_in_flight));
+        crate::grow::push_back(
+            &mut self.recent,
+            RecentVerdict {
+                frame: input.frame,
+                analysis: crate::packed::PackedAnalysis::pack(&v.analysis),
+                bytes_in_flight,
+            },
+        );
         v
     }
 }

@@ -336,10 +336,15 @@ fn linux_zero_window_probe_is_a_probe_for_us_and_keep_alive_for_wireshark() {
     c.c(1, PA, 1, 1, 1200, 502);
     let v = c.s(10, ACK, 1, 1201, 0, 0);
     assert_eq!(flags(&v.wireshark), ["zero_window"]);
+    assert!(
+        c.an.ours.is_none(),
+        "our machine copy equals Wireshark's so far"
+    );
     // tcp_xmit_probe_skb: empty, seq = SND.UNA - 1 (raw 199 here, past the wrap).
     let v = c.c(200, ACK, 1200, 1, 0, 502);
     assert_eq!(flags(&v.wireshark), ["keep_alive"]);
     assert_eq!(flags(&v.analysis), ["zero_window_probe"]);
+    assert!(c.an.ours.is_some(), "forked before the first difference");
     let v = c.s(1, ACK, 1, 1201, 0, 0);
     assert_eq!(flags(&v.wireshark), ["zero_window"]);
     assert_eq!(flags(&v.analysis), ["zero_window", "zero_window_probe_ack"]);

@@ -247,6 +247,15 @@ impl Machine {
         }
     }
 
+    /// Whether our Linux zero-window-probe rule (`RawSeg::linux_zwp`) may
+    /// classify `s` differently: it is empty and the peer's last window is
+    /// zero (a superset of the rule's condition in
+    /// `analyze_sequence_number`; nothing before that check in
+    /// [`Machine::on_segment`] changes the peer's window).
+    pub(crate) fn linux_zwp_possible(&self, s: &RawSeg) -> bool {
+        s.seglen == 0 && self.flows[(s.dir & 1) ^ 1].window == 0
+    }
+
     /// Whether a pure SYN from `dir` with sequence `seq` makes Wireshark open a
     /// new conversation (`dissect_tcp`: SYN without ACK whose seq differs from
     /// the base_seq already recorded for that side).
@@ -528,12 +537,15 @@ impl Machine {
                     fwd.sorted = after && span < SORTED_MAX_SPAN;
                 }
             }
-            fwd.segments.push_back(Unacked {
-                frame: s.frame,
-                seq,
-                nextseq,
-                ts: s.ts,
-            });
+            crate::grow::push_back(
+                &mut fwd.segments,
+                Unacked {
+                    frame: s.frame,
+                    seq,
+                    nextseq,
+                    ts: s.ts,
+                },
+            );
             #[cfg(test)]
             if self.exact_walk {
                 fwd.sorted = false;
@@ -596,6 +608,11 @@ impl Machine {
         }
         if rev.segments.is_empty() {
             rev.sorted = true;
+            // Everything acknowledged: free the buffer (an idle open stream
+            // then holds none; the next segment allocates 2 entries).
+            if rev.segments.capacity() > 0 {
+                rev.segments = VecDeque::new();
+            }
         }
         if let Some((frame, ts)) = acked {
             ta.frame_acked = frame;

@@ -4,9 +4,9 @@
 //! `stream_ids.rs`) and to the captured segment it quotes.
 
 use super::stream_ids::WS_MIN_QUOTED_TCP;
-use super::{FlowTable, PacketFlowInfo, PacketMeta};
+use super::{compact, FlowTable, PacketFlowInfo, PacketMeta, Slot};
 use crate::{FlowEvent, IcmpErrorEvent, QuotedSegmentMatch};
-use pcapsleuth_core::Endpoint;
+use pcapsleuth_core::{Endpoint, StreamId};
 use pcapsleuth_decode::{IcmpMessage, IpHeader, QuotedPacket};
 
 impl FlowTable {
@@ -91,24 +91,39 @@ impl FlowTable {
         let Some((idx, dir)) = found else {
             return PacketFlowInfo::default();
         };
-        let st = &self.streams[idx];
-        let side = &st.sides[dir.index()];
-        ev.stream = Some(st.id);
+        let id = StreamId(idx as u64);
+        ev.stream = Some(id);
         ev.quoted_dir = Some(dir);
-        ev.quoted_rel_seq = q.tcp_seq.and_then(|s| side.peek(s));
-        ev.matched =
-            ev.quoted_rel_seq
-                .and_then(|rq| side.find_tx(rq))
-                .map(|t| QuotedSegmentMatch {
-                    frame: t.last_frame,
-                    ts: t.last_ts,
-                    rel_seq: t.rel_seq,
-                    payload_len: t.payload_len,
-                    ip_len: t.ip_len,
-                });
+        let cfg = self.config;
+        let replayed;
+        let st = match self.slots.get(idx) {
+            Some(Slot::Full(st)) => Some(st.as_ref()),
+            Some(Slot::First(f)) => {
+                let mut scratch = std::mem::take(&mut self.scratch);
+                replayed = compact::replay(f, id, &cfg, &mut scratch);
+                self.scratch = scratch;
+                Some(&replayed)
+            }
+            // Retired: its sequence bases and transmissions are gone.
+            _ => None,
+        };
+        if let Some(side) = st.map(|st| &st.sides[dir.index()]) {
+            ev.quoted_rel_seq = q.tcp_seq.and_then(|s| side.peek(s));
+            ev.matched =
+                ev.quoted_rel_seq
+                    .and_then(|rq| side.find_tx(rq))
+                    .map(|t| QuotedSegmentMatch {
+                        frame: t.last_frame,
+                        ts: t.last_ts,
+                        rel_seq: t.rel_seq,
+                        payload_len: t.payload_len,
+                        ip_len: t.ip_len,
+                    });
+        }
+        self.compact_quote_created(idx, meta);
         if ws_dissects {
             PacketFlowInfo {
-                stream: Some(st.id),
+                stream: Some(id),
                 dir: Some(dir),
                 ..PacketFlowInfo::default()
             }

@@ -7,7 +7,11 @@
 //! - `icmp`: ICMP/ICMPv6 errors matched to the flow they quote;
 //! - `stream`: the per-stream record and its summary.
 
+mod compact;
 mod icmp;
+pub(crate) mod index;
+mod lru;
+mod retire;
 mod stalls;
 mod state;
 mod stream;
@@ -16,9 +20,12 @@ mod stream_ids;
 use crate::analysis::{SegmentInput, SegmentVerdict};
 use crate::sightings::{DupEntry, DupSig, SightKey, SightingTable, SweepQueue};
 use crate::{FlowEvent, FlowSummary, PacketFingerprint, SegmentEvent, Sighting};
-use pcapsleuth_core::{Direction, Endpoint, FlowKey, FrameNo, InterfaceId, StreamId, Timestamp};
+use compact::{FirstPkt, Retired};
+use index::ConvIndex;
+use pcapsleuth_core::{
+    Direction, Endpoint, FlowKey, FrameNo, InterfaceId, SeqNum, StreamId, Timestamp,
+};
 use pcapsleuth_decode::{Decoded, IpHeader, TcpSegment, Transport};
-use std::collections::HashMap;
 use stream::Stream;
 
 /// Where and when a packet was captured.
@@ -61,6 +68,23 @@ pub struct FlowConfig {
     pub stall_threshold_ns: i64,
     /// Window within which two identical packets are one packet seen twice, ns.
     pub duplicate_window_ns: i64,
+    /// Most live `tcp.stream`s held at once; beyond it the least recently
+    /// active one is retired ([`crate::FlowEndReason::Evicted`]) and the
+    /// report says how many were. `usize::MAX`: no cap.
+    pub max_flows: usize,
+    /// Capture time a closed stream (RST, or both FINs acknowledged) stays
+    /// live for stray retransmissions before it is retired, ns. Default
+    /// 120 s: Linux `TCP_RTO_MAX`, the longest a peer's FIN or data
+    /// retransmission can still trail the close (and twice Linux's
+    /// `TCP_TIMEWAIT_LEN`, 60 s, during which the 4-tuple is not reused).
+    /// A packet after it revives the stream with fresh state.
+    pub closed_quiet_ns: i64,
+    /// Capture time without a packet after which an open stream is retired,
+    /// ns. Default 1 h: far above Linux `TCP_RTO_MAX` (120 s), so no pending
+    /// RTO/probe0 timer is cut short, and below the first keep-alive probe
+    /// (`tcp_keepalive_time`, 7,200 s). Real captures have open connections
+    /// idle for 10 minutes (a Kafka consumer in `../shared/captures`).
+    pub idle_timeout_ns: i64,
 }
 
 impl Default for FlowConfig {
@@ -70,6 +94,90 @@ impl Default for FlowConfig {
             max_sightings: 1024,
             stall_threshold_ns: 150_000_000,
             duplicate_window_ns: 10_000_000,
+            max_flows: 1_000_000,
+            closed_quiet_ns: 120_000_000_000,
+            idle_timeout_ns: 3_600_000_000_000,
+        }
+    }
+}
+
+/// Counters of the flow table's stream lifecycle, for the report
+/// ([`FlowTable::stats`]). A stream is *live* from its first packet until it
+/// is retired ([`crate::FlowEnded`]); a late packet of a retired stream
+/// revives it (same `tcp.stream`, live again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlowTableStats {
+    /// Live streams now.
+    pub live: u64,
+    /// Most live streams at any time.
+    pub peak_live: u64,
+    /// Streams retired closed and quiet ([`crate::FlowEndReason::Closed`]).
+    pub retired_closed: u64,
+    /// Streams retired idle ([`crate::FlowEndReason::Idle`]).
+    pub retired_idle: u64,
+    /// Streams evicted because [`FlowConfig::max_flows`] live streams were
+    /// held ([`crate::FlowEndReason::Evicted`]); non-zero means the cap was hit.
+    pub evicted: u64,
+    /// Retired streams revived by a late packet.
+    pub revived: u64,
+}
+
+/// One `tcp.stream` in the table, in one of three forms (`compact.rs`).
+#[derive(Debug)]
+enum Slot {
+    /// Full state (live, or revived).
+    Full(Box<Stream>),
+    /// At most one packet seen (live or retired): replayed on demand.
+    First(Box<FirstPkt>),
+    /// Retired: summary facts and tombstone.
+    Retired(Box<Retired>),
+}
+
+impl Slot {
+    fn ends(&self) -> (Endpoint, Endpoint) {
+        match self {
+            Slot::Full(s) => (s.client, s.server),
+            Slot::First(f) => (f.client, f.server),
+            Slot::Retired(r) => (r.client, r.server),
+        }
+    }
+
+    /// Whether this record belongs to the address/port pair `key`.
+    fn holds(&self, key: &FlowKey) -> bool {
+        let (c, s) = self.ends();
+        (c == key.lo && s == key.hi) || (c == key.hi && s == key.lo)
+    }
+
+    fn dir_of(&self, src: Endpoint) -> Direction {
+        if src == self.ends().0 {
+            Direction::ClientToServer
+        } else {
+            Direction::ServerToClient
+        }
+    }
+
+    /// Wireshark's `base_seq` per direction.
+    fn ws_base(&self) -> [Option<SeqNum>; 2] {
+        match self {
+            Slot::Full(s) => s.ws_base,
+            Slot::First(f) => f.ws_base(),
+            Slot::Retired(r) => r.ws_base,
+        }
+    }
+
+    /// Live (not retired).
+    fn live(&self) -> bool {
+        match self {
+            Slot::Full(_) => true,
+            Slot::First(f) => !f.retired(),
+            Slot::Retired(_) => false,
+        }
+    }
+
+    fn full_mut(&mut self) -> Option<&mut Stream> {
+        match self {
+            Slot::Full(s) => Some(s),
+            _ => None,
         }
     }
 }
@@ -78,16 +186,19 @@ impl Default for FlowConfig {
 #[derive(Debug, Default)]
 pub struct FlowTable {
     config: FlowConfig,
-    /// Latest stream (index into `streams`) per unordered address/port pair.
-    convs: HashMap<FlowKey, usize>,
-    /// The last `convs` lookup, `(key, stream index)`: consecutive packets
-    /// mostly belong to one conversation, so this skips the SipHash lookup.
-    /// Always equal to `convs[key]` (`new_stream` refreshes it).
+    /// Latest stream (index into `slots`) per unordered address/port pair.
+    index: ConvIndex,
+    /// The last index lookup, `(key, stream index)`: consecutive packets
+    /// mostly belong to one conversation, so this skips the lookup.
+    /// Always equal to the index's entry for `key` (`new_stream` refreshes it).
     last_conv: Option<(FlowKey, usize)>,
-    /// Boxed so the `Vec`'s growth slack (up to half its capacity) costs a
-    /// pointer per slot, not a 1 360-byte record.
-    #[allow(clippy::vec_box)]
-    streams: Vec<Box<Stream>>,
+    /// Every `tcp.stream`, indexed by id.
+    slots: Vec<Slot>,
+    /// Live streams by last activity (retirement).
+    lru: lru::Lru,
+    stats: FlowTableStats,
+    /// Events of replayed packets (`compact::replay`), discarded.
+    scratch: Vec<FlowEvent>,
     last_frame: FrameNo,
     last_ts: Option<Timestamp>,
     finished: bool,
@@ -232,6 +343,89 @@ fn segment_event(
     }
 }
 
+/// One TCP segment on its way through a stream record.
+struct SegIn<'a> {
+    meta: &'a PacketMeta,
+    sight: SightKey,
+    dir: Direction,
+    ip: &'a IpHeader,
+    seg: &'a TcpSegment<'a>,
+    /// A bare SYN with a new ISN opened this stream on reused ports.
+    reused: bool,
+}
+
+/// Apply one TCP segment (after `stream_ids::note_bases`) to its stream:
+/// duplicate sightings, stalls, endpoint state, the `tcp.analysis`
+/// verdict, summary counters; emits its events. Returns the number of
+/// sightings to queue for a later sweep, when the stream just closed with
+/// pending ones.
+fn process_segment(
+    st: &mut Stream,
+    cfg: &FlowConfig,
+    s: &SegIn<'_>,
+    out: &mut Vec<FlowEvent>,
+) -> Option<usize> {
+    let (meta, dir, ip, seg) = (s.meta, s.dir, s.ip, s.seg);
+    let fingerprint = PacketFingerprint::tcp(ip, seg);
+    let dup = observe_sighting(st, cfg, s.sight, dir, meta, fingerprint);
+    let duplicate_of = dup.map(|e| e.frame);
+    let rel = relative_numbers(st, dir, seg, dup.is_some());
+
+    let mut own_rtt = None;
+    let mut window_event = None;
+    if dup.is_none() {
+        // Stalls end with this segment.
+        stalls::check_stall(st, cfg, dir, meta, seg, rel, out);
+        (own_rtt, window_event) = state::update_state(st, cfg, dir, meta, ip, seg, rel);
+    }
+
+    let mut verdict = st.analyzer.on_segment(&SegmentInput {
+        frame: meta.frame,
+        ts: meta.ts,
+        dir,
+        seg,
+        duplicate_of,
+        new_stream_on_syn: s.reused,
+    });
+    if st.closed {
+        // After the verdict, so the closing ACK still gets its RTT sample.
+        st.analyzer.compact();
+    }
+    // A later sighting copies its first sighting's verdict (kept with the
+    // fingerprint: the analyzer's own ring is cut when a stream finishes).
+    if let Some(e) = dup {
+        verdict.analysis = e.analysis();
+        verdict.bytes_in_flight = SightingTable::bytes_in_flight(&e);
+    } else {
+        st.dups
+            .set_verdict(meta.frame, verdict.analysis, verdict.bytes_in_flight);
+    }
+    let sweep_wanted = st.dups.take_sweep_wanted();
+
+    count_segment(
+        st,
+        cfg,
+        dir,
+        meta,
+        (ip, seg),
+        dup.as_ref(),
+        (&verdict, own_rtt),
+    );
+    out.push(FlowEvent::Segment(segment_event(
+        st,
+        dir,
+        meta,
+        (ip, seg),
+        rel,
+        &verdict,
+        (duplicate_of, fingerprint),
+    )));
+    if let Some(w) = window_event {
+        out.push(FlowEvent::WindowChange(w));
+    }
+    sweep_wanted
+}
+
 impl FlowTable {
     /// An empty table.
     pub fn new(config: FlowConfig) -> Self {
@@ -259,8 +453,9 @@ impl FlowTable {
         if self.last_ts.is_none_or(|t| meta.ts > t) {
             self.last_ts = Some(meta.ts);
         }
+        self.retire_due(out);
         while let Some(i) = self.sweep.pop_due(self.last_ts.unwrap_or(meta.ts)) {
-            if let Some(s) = self.streams.get_mut(i) {
+            if let Some(s) = self.slots.get_mut(i).and_then(Slot::full_mut) {
                 s.dups.sweep();
             }
         }
@@ -327,81 +522,50 @@ impl FlowTable {
             addr: ip.dst,
             port: seg.dst_port,
         };
-        let (idx, dir, new_stream_on_syn) = self.lookup(src, dst, seg.flags, seg.seq, meta, out);
+        let (idx, dir, reused) = self.lookup(src, dst, seg.flags, seg.seq, meta, out);
+        self.ensure_full(idx, meta, out);
         let cfg = self.config;
-        let st = &mut self.streams[idx];
-        stream_ids::note_bases(st, dir, ip, seg);
-
-        let fingerprint = PacketFingerprint::tcp(ip, seg);
-        let dup = observe_sighting(st, &cfg, sight, dir, meta, fingerprint);
-        let duplicate_of = dup.map(|e| e.frame);
-        let rel = relative_numbers(st, dir, seg, dup.is_some());
-
-        let mut own_rtt = None;
-        let mut window_event = None;
-        if dup.is_none() {
-            // Stalls end with this segment.
-            stalls::check_stall(st, &cfg, dir, meta, seg, rel, out);
-            (own_rtt, window_event) = state::update_state(st, &cfg, dir, meta, ip, seg, rel);
-        }
-
-        let mut verdict = st.analyzer.on_segment(&SegmentInput {
-            frame: meta.frame,
-            ts: meta.ts,
+        let s = SegIn {
+            meta,
+            sight,
             dir,
+            ip,
             seg,
-            duplicate_of,
-            new_stream_on_syn,
-        });
-        if st.closed {
-            // After the verdict, so the closing ACK still gets its RTT sample.
-            st.analyzer.compact();
+            reused,
+        };
+        let Some(st) = self.slots.get_mut(idx).and_then(Slot::full_mut) else {
+            return PacketFlowInfo::default();
+        };
+        stream_ids::note_bases(st, dir, ip, seg);
+        let sweep_wanted = process_segment(st, &cfg, &s, out);
+        let list = if st.closed { lru::CLOSED } else { lru::OPEN };
+        let id = st.id;
+        if let Some(rec) = FirstPkt::of_packet(st, &s) {
+            self.slots[idx] = Slot::First(Box::new(rec));
         }
-        // A later sighting copies its first sighting's verdict (kept with the
-        // fingerprint: the analyzer's own ring is cut when a stream finishes).
-        if let Some(e) = dup {
-            verdict.analysis = e.analysis;
-            verdict.bytes_in_flight = SightingTable::bytes_in_flight(&e);
-        } else {
-            st.dups
-                .set_verdict(meta.frame, verdict.analysis, verdict.bytes_in_flight);
-        }
-        if let Some(n) = st.dups.take_sweep_wanted() {
+        if let Some(n) = sweep_wanted {
             self.sweep.push(idx, meta.ts, n);
         }
-
-        count_segment(
-            st,
-            &cfg,
-            dir,
-            meta,
-            (ip, seg),
-            dup.as_ref(),
-            (&verdict, own_rtt),
-        );
-        out.push(FlowEvent::Segment(segment_event(
-            st,
-            dir,
-            meta,
-            (ip, seg),
-            rel,
-            &verdict,
-            (duplicate_of, fingerprint),
-        )));
-        if let Some(w) = window_event {
-            out.push(FlowEvent::WindowChange(w));
-        }
+        self.lru.touch(idx, list, self.clock());
         PacketFlowInfo {
-            stream: Some(st.id),
+            stream: Some(id),
             dir: Some(dir),
             ..PacketFlowInfo::default()
         }
     }
 
+    /// The capture clock: the largest timestamp seen so far, ns.
+    fn clock(&self) -> i64 {
+        self.last_ts.map_or(0, |t| t.0)
+    }
+
     /// End of capture: close open stalls (with [`crate::StallEnd::CaptureEnd`]).
     /// A stall is open when a direction still had unacknowledged data (or a
-    /// SYN) and the stream was silent for at least the stall threshold until
-    /// the last timestamp of the capture. Calling it twice emits nothing more.
+    /// SYN, or a zero window) and the stream was silent for at least the stall
+    /// threshold until the last timestamp of the capture; this includes
+    /// streams retired idle or evicted with something pending (their silence
+    /// lasted until the capture end). Emits no [`FlowEvent::FlowEnded`].
+    /// Calling it twice emits nothing more.
     pub fn finish(&mut self, out: &mut Vec<FlowEvent>) {
         if self.finished {
             return;
@@ -410,29 +574,61 @@ impl FlowTable {
         let Some(end_ts) = self.last_ts else { return };
         let cfg = self.config;
         let end_frame = self.last_frame;
-        for st in self.streams.iter_mut() {
-            stalls::finish_stream(st, &cfg, end_frame, end_ts, out);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            match slot {
+                Slot::Full(st) => stalls::finish_stream(st, &cfg, end_frame, end_ts, out),
+                // Retired or not: a one-packet stream's state is exact.
+                Slot::First(f) if !f.replaced() => {
+                    if end_ts.0.saturating_sub(f.last().1 .0) >= cfg.stall_threshold_ns {
+                        let mut st = compact::replay(f, StreamId(i as u64), &cfg, &mut scratch);
+                        stalls::finish_stream(&mut st, &cfg, end_frame, end_ts, out);
+                    }
+                }
+                Slot::Retired(r) => {
+                    let id = StreamId(i as u64);
+                    let end = (end_frame, end_ts);
+                    out.extend(
+                        r.end_stalls(id, end, cfg.stall_threshold_ns)
+                            .map(FlowEvent::Stall),
+                    );
+                }
+                Slot::First(_) => {}
+            }
         }
+        self.scratch = scratch;
     }
 
     /// Approximate memory held by the table, bytes: the inline size of every
     /// stream record plus the capacity of every heap buffer it owns, plus the
-    /// 4-tuple map (entries at capacity plus one control byte each, as
-    /// hashbrown lays them out). Deterministic (no allocator or RSS noise), for
-    /// memory-bound tests; excludes allocator overhead.
+    /// conversation index, the slot vector and the activity lists (by
+    /// capacity). Deterministic (no allocator or RSS noise), for
+    /// memory-bound tests; excludes allocator overhead and the UDP table.
     pub fn approx_heap_bytes(&self) -> usize {
-        let map = self.convs.capacity() * (std::mem::size_of::<(FlowKey, usize)>() + 1);
-        let slots = self.streams.capacity() * std::mem::size_of::<Box<Stream>>();
-        let records = self.streams.len() * std::mem::size_of::<Stream>();
-        map + slots
-            + records
+        let records: usize = self
+            .slots
+            .iter()
+            .map(|s| match s {
+                Slot::Full(st) => std::mem::size_of::<Stream>() + st.heap_bytes(),
+                Slot::First(_) => std::mem::size_of::<FirstPkt>(),
+                Slot::Retired(r) => std::mem::size_of::<Retired>() + r.heap_bytes(),
+            })
+            .sum();
+        self.index.heap_bytes()
+            + self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self.lru.heap_bytes()
             + self.sweep.heap_bytes()
-            + self.streams.iter().map(|s| s.heap_bytes()).sum::<usize>()
+            + records
     }
 
-    /// Number of streams assigned so far.
+    /// Number of streams assigned so far (live and retired).
     pub fn stream_count(&self) -> u64 {
-        self.streams.len() as u64
+        self.slots.len() as u64
+    }
+
+    /// Lifecycle counters: live, peak live, retired by reason, evicted.
+    pub fn stats(&self) -> FlowTableStats {
+        self.stats
     }
 
     /// The UDP conversations (`udp.stream`) seen so far; `udp().len()` is
@@ -441,8 +637,35 @@ impl FlowTable {
         &self.udp
     }
 
-    /// Per-flow summaries in `tcp.stream` order.
+    /// Per-flow summaries of every stream, live and retired, in `tcp.stream`
+    /// order. After [`FlowTable::finish`] they include the stalls the
+    /// capture end closed.
     pub fn summaries(&self) -> Vec<FlowSummary> {
-        self.streams.iter().map(|s| s.summary()).collect()
+        let cfg = &self.config;
+        let cap = cfg.max_sightings;
+        let end = self
+            .last_ts
+            .filter(|_| self.finished)
+            .map(|t| (self.last_frame, t));
+        let mut scratch = Vec::new();
+        self.slots
+            .iter()
+            .enumerate()
+            .map(|(i, slot)| {
+                let id = StreamId(i as u64);
+                match slot {
+                    Slot::Full(st) => st.summary(cap),
+                    Slot::First(f) => {
+                        let mut st = compact::replay(f, id, cfg, &mut scratch);
+                        if let Some((end_frame, end_ts)) = end {
+                            stalls::finish_stream(&mut st, cfg, end_frame, end_ts, &mut scratch);
+                            scratch.clear();
+                        }
+                        st.summary(cap)
+                    }
+                    Slot::Retired(r) => r.summary(id, end, cfg.stall_threshold_ns),
+                }
+            })
+            .collect()
     }
 }

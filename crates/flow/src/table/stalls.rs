@@ -13,7 +13,7 @@ use pcapsleuth_decode::TcpSegment;
 /// unacknowledged data, a SYN awaiting its ACK, or a peer window of zero.
 /// Data counts only once the peer has been heard from (a one-way capture
 /// shows no ACKs at all, which is not a stall).
-fn pending(st: &Stream, dir: Direction) -> Option<(u64, bool)> {
+pub(super) fn pending(st: &Stream, dir: Direction) -> Option<(u64, bool)> {
     let side = &st.sides[dir.index()];
     let peer = &st.sides[dir.reverse().index()];
     if side.rst_sent || peer.rst_sent {

@@ -1,11 +1,12 @@
 //! One `tcp.stream` record: both endpoint states, the `tcp.analysis`
 //! analyzer, summary counters and duplicate-sighting fingerprints.
 
+use super::compact::{Facts, Retired, SideFacts};
 use super::PacketMeta;
 use crate::analysis::StreamAnalyzer;
 use crate::endpoint::Side;
 use crate::sightings::SightingTable;
-use crate::summary::{conn_state, ms, SummaryAcc};
+use crate::summary::SummaryAcc;
 use crate::{FlowSummary, Sighting};
 use pcapsleuth_core::{Direction, Endpoint, FrameNo, SeqNum, StreamId, Timestamp};
 
@@ -33,6 +34,9 @@ pub(super) struct Stream {
     pub(super) dups: SightingTable,
     /// RST seen, both FINs acked, or replaced by a newer stream: no stalls, buffers freed.
     pub(super) closed: bool,
+    /// The retired record this stream continues (a late packet revived it):
+    /// its summary is the retired one's continued by this one's.
+    pub(super) revived: Option<Box<Retired>>,
 }
 
 impl Stream {
@@ -64,14 +68,7 @@ impl Stream {
             last_frame: meta.frame,
             dups: SightingTable::default(),
             closed: false,
-        }
-    }
-
-    pub(super) fn dir_of(&self, src: Endpoint) -> Direction {
-        if src == self.client {
-            Direction::ClientToServer
-        } else {
-            Direction::ServerToClient
+            revived: None,
         }
     }
 
@@ -81,6 +78,10 @@ impl Stream {
             + self.analyzer.heap_bytes()
             + self.dups.heap_bytes()
             + self.acc.sightings.capacity() * std::mem::size_of::<Sighting>()
+            + self
+                .revived
+                .as_ref()
+                .map_or(0, |r| std::mem::size_of::<Retired>() + r.heap_bytes())
     }
 
     pub(super) fn close(&mut self) {
@@ -105,48 +106,77 @@ impl Stream {
         }
     }
 
-    /// The `pcapsleuth flows` row of this stream.
-    pub(super) fn summary(&self) -> FlowSummary {
-        let acc = &self.acc;
-        let [c, s] = &self.sides;
-        let mut zw_ns = acc.zero_window_ns;
-        for side in [c, s] {
+    /// The summary facts of this stream (continuing the retired record it
+    /// revived, if any; `max_sightings` caps the joined sightings list).
+    pub(super) fn facts(&self, max_sightings: usize) -> Facts {
+        let mut acc = self.acc.clone();
+        for side in &self.sides {
             if let Some(since) = side.zw_since {
-                zw_ns = zw_ns.saturating_add(acc.last_ts.0.saturating_sub(since.0).max(0));
+                acc.zero_window_ns = acc
+                    .zero_window_ns
+                    .saturating_add(acc.last_ts.0.saturating_sub(since.0).max(0));
             }
         }
-        let rstos0 = c.syn_sent && c.isn.is_some() && !c.sent_non_syn;
-        let sizes_zero = acc.payload[0] == 0 && acc.payload[1] == 0;
-        FlowSummary {
-            tcp_stream: self.id,
-            client: self.client.addr.to_string(),
-            client_port: self.client.port,
-            server: self.server.addr.to_string(),
-            server_port: self.server.port,
-            packets: acc.packets[0] + acc.packets[1],
-            bytes: acc.bytes,
-            packets_c2s: acc.packets[0],
-            packets_s2c: acc.packets[1],
-            payload_bytes_c2s: acc.payload[0],
-            payload_bytes_s2c: acc.payload[1],
-            first_frame: acc.first_frame,
-            last_frame: acc.last_frame,
-            duration_ms: ms(acc.last_ts.0.saturating_sub(acc.first_ts.0)),
-            state: conn_state(c.zeek, s.zeek, rstos0, sizes_zero),
-            retransmissions: acc.retrans,
-            duplicate_sightings: acc.duplicate_sightings,
-            sightings: acc.sightings.clone(),
-            sightings_capped: acc.sightings_capped,
-            zero_window_ms: ms(zw_ns),
-            zero_window_episodes: acc.zero_window_episodes,
-            handshake_rtt_ms: acc.handshake_rtt_ns.map(ms),
-            rtt_ms: acc.rtt.stats(),
-            longest_stall_ms: ms(acc.longest_stall_ns),
-            longest_stall_frames: acc.longest_stall_frames,
-            mss: [c.mss, s.mss],
-            window_scale: [c.wscale_offered, s.wscale_offered],
-            unacked_capped: c.unacked_capped || s.unacked_capped,
+        let side = |x: &Side| SideFacts {
+            zeek: x.zeek,
+            syn_sent: x.syn_sent,
+            isn_seen: x.isn.is_some(),
+            sent_non_syn: x.sent_non_syn,
+            mss: x.mss,
+            wscale_offered: x.wscale_offered,
+            unacked_capped: x.unacked_capped,
+        };
+        let own = Facts {
+            acc,
+            sides: [side(&self.sides[0]), side(&self.sides[1])],
+        };
+        match &self.revived {
+            Some(old) => old.facts.merged(own, max_sightings),
+            None => own,
         }
+    }
+
+    /// The `pcapsleuth flows` row of this stream.
+    pub(super) fn summary(&self, max_sightings: usize) -> FlowSummary {
+        self.facts(max_sightings)
+            .summary(self.id, self.client, self.server)
+    }
+
+    /// Retire this stream: its summary facts and tombstone.
+    pub(super) fn retired(&self, max_sightings: usize) -> Retired {
+        let open = !self.closed && self.last_ts.is_some();
+        let pending = |d| {
+            if open {
+                super::stalls::pending(self, d)
+            } else {
+                None
+            }
+        };
+        Retired {
+            client: self.client,
+            server: self.server,
+            ws_base: self.ws_base,
+            facts: self.facts(max_sightings),
+            last_frame: self.last_frame,
+            last_ts: self.last_ts.unwrap_or(self.acc.last_ts),
+            pending: [
+                pending(Direction::ClientToServer),
+                pending(Direction::ServerToClient),
+            ],
+        }
+    }
+
+    /// A fresh record for a late packet of retired stream `id`: Wireshark's
+    /// `base_seq`s and the Zeek states continue, the rest starts over.
+    pub(super) fn revive(id: StreamId, old: Retired, meta: &PacketMeta) -> Stream {
+        let mut st = Stream::new(id, old.client, old.server, meta);
+        st.ws_base = old.ws_base;
+        for (side, f) in st.sides.iter_mut().zip(old.facts.sides.iter()) {
+            side.zeek = f.zeek;
+            side.sent_non_syn = f.sent_non_syn;
+        }
+        st.revived = Some(Box::new(old));
+        st
     }
 }
 

@@ -21,8 +21,10 @@
 //!   a quote of fewer than 16 TCP bytes throws and takes no part; a quoted
 //!   non-first IP fragment is not handed to TCP at all.
 
+use super::index::key_hash;
+use super::lru::CLOSED;
 use super::stream::Stream;
-use super::{FlowTable, PacketMeta};
+use super::{FlowTable, PacketMeta, Slot};
 use crate::{FlowEvent, FlowStarted};
 use pcapsleuth_core::{Direction, Endpoint, FlowKey, SeqNum};
 use pcapsleuth_decode::{IpHeader, TcpFlags, TcpSegment};
@@ -74,8 +76,21 @@ pub(super) fn note_bases(st: &mut Stream, dir: Direction, ip: &IpHeader, seg: &T
 }
 
 impl FlowTable {
-    /// Take the next `tcp.stream` id for the conversation `key`, finishing
-    /// the stream it replaces, and emit [`FlowEvent::FlowStarted`].
+    /// The stream index the conversation index holds for `key`.
+    fn known(&mut self, key: &FlowKey) -> Option<usize> {
+        let slots = &self.slots;
+        let found = self.index.get(key_hash(key), |j| {
+            slots.get(j).is_some_and(|s| s.holds(key))
+        });
+        if let Some(i) = found {
+            self.last_conv = Some((*key, i));
+        }
+        found
+    }
+
+    /// Take the next `tcp.stream` id for the conversation `key`, closing
+    /// the stream it replaces, and emit [`FlowEvent::FlowStarted`] (after
+    /// the [`FlowEvent::FlowEnded`] of a stream evicted to make room).
     fn new_stream(
         &mut self,
         key: FlowKey,
@@ -84,21 +99,42 @@ impl FlowTable {
         meta: &PacketMeta,
         out: &mut Vec<FlowEvent>,
     ) -> usize {
-        if let Some(&old) = self.convs.get(&key) {
-            if let Some(s) = self.streams.get_mut(old) {
-                s.close();
-                s.analyzer.compact();
-                if let Some(n) = s.dups.take_sweep_wanted() {
-                    self.sweep.push(old, meta.ts, n);
+        let tag = key_hash(&key);
+        let slots = &self.slots;
+        let old = self
+            .index
+            .get(tag, |j| slots.get(j).is_some_and(|s| s.holds(&key)));
+        if let Some(old) = old {
+            let live = match self.slots.get_mut(old) {
+                Some(Slot::Full(s)) => {
+                    s.close();
+                    s.analyzer.compact();
+                    if let Some(n) = s.dups.take_sweep_wanted() {
+                        self.sweep.push(old, meta.ts, n);
+                    }
+                    true
                 }
+                Some(Slot::First(f)) if !f.retired() => {
+                    f.replace();
+                    true
+                }
+                _ => false,
+            };
+            if live {
+                // Replaced: closed now, retired once quiet.
+                self.lru.touch(old, CLOSED, self.clock());
             }
         }
-        let idx = self.streams.len();
+        self.make_room(out);
+        let idx = self.slots.len();
         let id = pcapsleuth_core::StreamId(idx as u64);
-        self.streams
-            .push(Box::new(Stream::new(id, client, server, meta)));
-        self.convs.insert(key, idx);
+        self.slots
+            .push(Slot::Full(Box::new(Stream::new(id, client, server, meta))));
+        let slots = &self.slots;
+        self.index
+            .set(tag, idx, |j| slots.get(j).is_some_and(|s| s.holds(&key)));
         self.last_conv = Some((key, idx));
+        self.went_live(idx);
         out.push(FlowEvent::FlowStarted(FlowStarted {
             stream: id,
             client,
@@ -112,6 +148,8 @@ impl FlowTable {
     /// Find or create the conversation of a (possibly quoted) TCP header and
     /// apply Wireshark's SYN rules. Returns the stream index, the direction and
     /// whether a bare SYN with a new ISN opened a new stream on reused ports.
+    /// The stream may be in any form (`Slot`); a SYN/ACK that moves a base
+    /// gives it its full state.
     pub(super) fn lookup(
         &mut self,
         src: Endpoint,
@@ -121,39 +159,45 @@ impl FlowTable {
         meta: &PacketMeta,
         out: &mut Vec<FlowEvent>,
     ) -> (usize, Direction, bool) {
-        let key = FlowKey::new(src, dst);
         // A stream created by a SYN/ACK has the SYN/ACK's receiver as client.
         let (c, s) = if flags.syn() && flags.ack() {
             (dst, src)
         } else {
             (src, dst)
         };
-        let known = match self.last_conv {
-            Some((k, i)) if k == key => Some(i),
-            _ => self.convs.get(&key).copied(),
-        };
-        let mut idx = match known {
-            Some(i) => {
-                self.last_conv = Some((key, i));
-                i
-            }
-            None => self.new_stream(key, c, s, meta, out),
-        };
-        let mut dir = self.streams[idx].dir_of(src);
-        let mut reused = false;
-        if flags.syn() && !flags.ack() {
-            if let Some(b) = self.streams[idx].ws_base[dir.index()] {
-                if b != seq {
-                    idx = self.new_stream(key, c, s, meta, out);
-                    dir = self.streams[idx].dir_of(src);
-                    reused = true;
+        // Consecutive packets mostly belong to one conversation: compare the
+        // endpoints with the last one's before building a key.
+        let cached = self.last_conv.and_then(|(k, i)| {
+            ((k.lo == src && k.hi == dst) || (k.lo == dst && k.hi == src)).then_some(i)
+        });
+        let mut idx = match cached {
+            Some(i) => i,
+            None => {
+                let key = FlowKey::new(src, dst);
+                match self.known(&key) {
+                    Some(i) => i,
+                    None => self.new_stream(key, c, s, meta, out),
                 }
             }
-        } else if flags.syn() {
-            let st = &mut self.streams[idx];
-            if let Some(b) = st.ws_base[dir.index()] {
-                if b != seq {
-                    // Wireshark moves base_seq (issue 16944); so do our relative numbers.
+        };
+        let mut dir = self.slots[idx].dir_of(src);
+        let mut reused = false;
+        let base = self.slots[idx].ws_base()[dir.index()];
+        if flags.syn() && !flags.ack() {
+            if base.is_some_and(|b| b != seq) {
+                idx = self.new_stream(FlowKey::new(src, dst), c, s, meta, out);
+                dir = self.slots[idx].dir_of(src);
+                reused = true;
+            }
+        } else if flags.syn() && base.is_some_and(|b| b != seq) {
+            // Wireshark moves base_seq (issue 16944); so do our relative numbers.
+            if let Slot::Retired(r) = &mut self.slots[idx] {
+                r.ws_base[dir.index()] = Some(seq);
+            } else {
+                if let Slot::First(_) = &self.slots[idx] {
+                    self.ensure_full(idx, meta, out);
+                }
+                if let Some(st) = self.slots[idx].full_mut() {
                     st.ws_base[dir.index()] = Some(seq);
                     st.sides[dir.index()].set_base(seq, 0);
                 }
@@ -164,9 +208,11 @@ impl FlowTable {
 
     /// The existing stream (index, direction of `src`) of an address/port
     /// pair, without creating one or applying SYN rules.
-    pub(super) fn find(&self, src: Endpoint, dst: Endpoint) -> Option<(usize, Direction)> {
-        self.convs
-            .get(&FlowKey::new(src, dst))
-            .map(|&i| (i, self.streams[i].dir_of(src)))
+    pub(super) fn find(&mut self, src: Endpoint, dst: Endpoint) -> Option<(usize, Direction)> {
+        let key = FlowKey::new(src, dst);
+        let cached = self.last_conv.filter(|(k, _)| *k == key).map(|(_, i)| i);
+        cached
+            .or_else(|| self.known(&key))
+            .map(|i| (i, self.slots[i].dir_of(src)))
     }
 }
