@@ -30,7 +30,8 @@ pub trait PacketObserver {
     /// events the flow table emitted for it, in order.
     fn packet(&mut self, _pkt: &PacketContext<'_>, _events: &[FlowEvent]) {}
     /// End of input: the events the flow table emitted when it was flushed
-    /// (stalls still open at the end of the capture…).
+    /// (stalls still open at the end of the capture…), in order, in one or
+    /// more consecutive slices (one call per slice; none without events).
     fn finish(&mut self, _events: &[FlowEvent]) {}
 }
 
@@ -318,6 +319,10 @@ impl Pipeline {
     }
 }
 
+/// End-of-capture flow events handed on per slice of about this many
+/// (a capture ending with millions of open streams has one stall each).
+const FINISH_CHUNK: usize = 1024;
+
 /// End of input for `front` and `consumers` (which have seen every frame):
 /// see [`Pipeline::finish`].
 pub(crate) fn conclude(
@@ -326,17 +331,23 @@ pub(crate) fn conclude(
     interfaces: &[InterfaceInfo],
     observer: &mut impl PacketObserver,
 ) -> PipelineOutput {
-    let mut events = Vec::new();
-    front.flows.finish(&mut events);
-    for ev in &events {
-        consumers.event(ev);
-    }
-    observer.finish(&events);
+    front.flows.finish_chunked(FINISH_CHUNK, |events| {
+        for ev in events {
+            consumers.event(ev);
+        }
+        observer.finish(events);
+    });
     let quality = std::mem::take(&mut front.quality).finish(interfaces);
+    let flows = front.flows.summaries();
+    let tcp_streams = front.flows.stream_count();
+    let flow_stats = front.flows.stats();
+    // The table's per-stream state is no longer needed: free it before the
+    // ledger and the detectors build their reports.
+    front.flows = FlowTable::default();
     let ctx = FinishContext {
         interfaces: front.interface_contexts(interfaces),
         span: front.span,
-        flows: front.flows.summaries(),
+        flows,
         streams: std::mem::take(&mut front.streams),
         quality,
         ledger: consumers.ledger.take().map(|l| l.finish()),
@@ -348,8 +359,8 @@ pub(crate) fn conclude(
     sort_findings(&mut findings);
     PipelineOutput {
         findings,
-        tcp_streams: front.flows.stream_count(),
-        flow_stats: front.flows.stats(),
+        tcp_streams,
+        flow_stats,
         flows: ctx.flows,
         span: front.span,
         last_frame: front.last_frame,

@@ -26,6 +26,9 @@ pub const MAX_RECORDS: usize = 1024;
 /// one-sided capture would otherwise fill the ledger of every flow).
 pub const MAX_RECORDS_UNACKED_PEER: usize = 64;
 
+/// Queue capacity (records) above which an emptied queue is freed.
+const SHRINK_ABOVE: usize = 16;
+
 /// Most transmissions remembered per record (the count goes on).
 pub const MAX_TX: usize = 32;
 
@@ -38,48 +41,21 @@ pub struct Tx {
     pub ts: Timestamp,
 }
 
-/// The transmissions of one record, in capture order: held inline while
-/// there is one (a segment sent once, the common case, costs no heap
-/// allocation), on the heap from the first retransmission. Dereferences to
-/// `&[Tx]`.
+/// What a record holds beyond its first transmission, on the heap: only a
+/// record re-sent or superseded (the rare cases) pays for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TxList(TxRepr);
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum TxRepr {
-    One(Tx),
-    Many(Vec<Tx>),
+struct More {
+    /// All remembered transmissions (first included) once there are two or
+    /// more, else empty.
+    txs: Vec<Tx>,
+    /// Transmissions seen (may exceed `txs.len()`).
+    tx_count: u32,
+    /// The first transmission covering these bytes with another geometry.
+    superseded_by: Option<Tx>,
 }
 
-impl TxList {
-    /// A list holding `first`.
-    pub fn new(first: Tx) -> Self {
-        TxList(TxRepr::One(first))
-    }
-    /// Append a transmission (the caller caps the length at [`MAX_TX`]).
-    pub fn push(&mut self, tx: Tx) {
-        match &mut self.0 {
-            TxRepr::One(first) => self.0 = TxRepr::Many(vec![*first, tx]),
-            TxRepr::Many(v) => v.push(tx),
-        }
-    }
-    /// The transmissions as a slice.
-    pub fn as_slice(&self) -> &[Tx] {
-        match &self.0 {
-            TxRepr::One(t) => std::slice::from_ref(t),
-            TxRepr::Many(v) => v,
-        }
-    }
-}
-
-impl std::ops::Deref for TxList {
-    type Target = [Tx];
-    fn deref(&self) -> &[Tx] {
-        self.as_slice()
-    }
-}
-
-/// A data segment and its transmissions.
+/// A data segment and its transmissions (40 bytes; a segment sent once and
+/// never superseded, the common case, owns no heap allocation).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SegmentRecord {
     /// Relative sequence number of its first byte (bytes).
@@ -88,21 +64,65 @@ pub struct SegmentRecord {
     pub payload_len: u32,
     /// IP datagram length (bytes) of its last transmission.
     pub ip_len: u32,
-    /// Transmissions in capture order (the first may be a retransmission when
-    /// the original was not captured); at most [`MAX_TX`].
-    pub txs: TxList,
-    /// Number of transmissions seen (may exceed `txs.len()`).
-    pub tx_count: u32,
-    /// A later transmission covered these bytes with another geometry.
-    pub superseded: bool,
-    /// The first such transmission, if any.
-    pub superseded_by: Option<Tx>,
+    first: Tx,
+    more: Option<Box<More>>,
 }
 
 impl SegmentRecord {
+    fn new(rel_seq: i64, payload_len: u32, ip_len: u32, first: Tx) -> Self {
+        SegmentRecord {
+            rel_seq,
+            payload_len,
+            ip_len,
+            first,
+            more: None,
+        }
+    }
+    fn more(&mut self) -> &mut More {
+        self.more.get_or_insert_with(|| {
+            Box::new(More {
+                txs: Vec::new(),
+                tx_count: 1,
+                superseded_by: None,
+            })
+        })
+    }
+    /// Count one more transmission, remembering it while fewer than [`MAX_TX`] are.
+    fn push_tx(&mut self, tx: Tx) {
+        let first = self.first;
+        let m = self.more();
+        m.tx_count = m.tx_count.saturating_add(1);
+        if m.txs.is_empty() {
+            m.txs.push(first);
+        }
+        if m.txs.len() < MAX_TX {
+            m.txs.push(tx);
+        }
+    }
+    /// Transmissions in capture order (the first may be a retransmission when
+    /// the original was not captured); at most [`MAX_TX`].
+    pub fn txs(&self) -> &[Tx] {
+        match &self.more {
+            Some(m) if !m.txs.is_empty() => &m.txs,
+            _ => std::slice::from_ref(&self.first),
+        }
+    }
+    /// Number of transmissions seen (may exceed `txs().len()`).
+    pub fn tx_count(&self) -> u32 {
+        self.more.as_ref().map_or(1, |m| m.tx_count)
+    }
+    /// The first later transmission that covered these bytes with another
+    /// geometry, if any.
+    pub fn superseded_by(&self) -> Option<Tx> {
+        self.more.as_ref().and_then(|m| m.superseded_by)
+    }
+    /// A later transmission covered these bytes with another geometry.
+    pub fn superseded(&self) -> bool {
+        self.superseded_by().is_some()
+    }
     /// Retransmissions seen (transmissions − 1).
     pub fn retransmissions(&self) -> u32 {
-        self.tx_count.saturating_sub(1)
+        self.tx_count().saturating_sub(1)
     }
     /// Relative sequence number just past its last byte.
     pub fn end(&self) -> i64 {
@@ -111,7 +131,7 @@ impl SegmentRecord {
     /// Gaps between successive remembered transmissions, ns (clamped at 0 for
     /// frames out of timestamp order).
     pub fn gaps_ns(&self) -> Vec<i64> {
-        self.txs
+        self.txs()
             .windows(2)
             .map(|w| w[1].ts.0.saturating_sub(w[0].ts.0).max(0))
             .collect()
@@ -208,11 +228,8 @@ impl DirLedger {
         let at = self.lower_bound(key);
         if self.unacked.get(at).is_some_and(|r| r.key() == key) {
             let rec = self.unacked.get_mut(at)?;
-            rec.tx_count = rec.tx_count.saturating_add(1);
             rec.ip_len = seg.ip_len;
-            if rec.txs.len() < MAX_TX {
-                rec.txs.push(tx);
-            }
+            rec.push_tx(tx);
             return Some(rec);
         }
         // Mark overlapping records of another geometry as superseded. Records
@@ -227,9 +244,8 @@ impl DirLedger {
             if rec.end() <= s {
                 break;
             }
-            if !rec.superseded {
-                rec.superseded = true;
-                rec.superseded_by = Some(tx);
+            if !rec.superseded() {
+                rec.more().superseded_by = Some(tx);
             }
         }
         let cap = if self.highest_ack.is_some() {
@@ -241,15 +257,7 @@ impl DirLedger {
             self.capped = true;
             return None;
         }
-        let rec = SegmentRecord {
-            rel_seq: s,
-            payload_len: seg.payload_len,
-            ip_len: seg.ip_len,
-            txs: TxList::new(tx),
-            tx_count: 1,
-            superseded: false,
-            superseded_by: None,
-        };
+        let rec = SegmentRecord::new(s, seg.payload_len, seg.ip_len, tx);
         if at == self.unacked.len() {
             self.unacked.push_back(rec);
         } else {
@@ -293,11 +301,15 @@ impl DirLedger {
                 }
             }
         }
+        // After a burst, give the queue's memory back (an idle stream holds none).
+        if self.unacked.is_empty() && self.unacked.capacity() > SHRINK_ABOVE {
+            self.unacked = VecDeque::new();
+        }
     }
 
     #[inline]
     fn acked(&mut self, rec: SegmentRecord, outcome: Outcome) {
-        if !rec.superseded {
+        if !rec.superseded() {
             self.acked_segments += 1;
             self.largest_acked_payload = self.largest_acked_payload.max(rec.payload_len);
             self.largest_acked_ip = self.largest_acked_ip.max(rec.ip_len);
@@ -400,15 +412,28 @@ mod tests {
 
     /// The ledger as it was with a `BTreeMap` (one node per segment): the
     /// reference the queue must match, record for record.
+    struct RefRec {
+        rel_seq: i64,
+        payload_len: u32,
+        tx_count: u32,
+        superseded: bool,
+    }
+
+    impl RefRec {
+        fn end(&self) -> i64 {
+            self.rel_seq + i64::from(self.payload_len)
+        }
+    }
+
     #[derive(Default)]
     struct Reference {
-        unacked: std::collections::BTreeMap<(i64, u32), (SegmentRecord, u32)>,
+        unacked: std::collections::BTreeMap<(i64, u32), (RefRec, u32)>,
         highest: Option<i64>,
         retired: Vec<(i64, u32, u32, bool)>,
     }
 
     impl Reference {
-        fn data(&mut self, s: i64, len: u32, tx: Tx) {
+        fn data(&mut self, s: i64, len: u32, _tx: Tx) {
             let e = s + i64::from(len);
             if self.highest.is_some_and(|a| e <= a) {
                 return;
@@ -430,14 +455,11 @@ mod tests {
                 MAX_RECORDS_UNACKED_PEER
             };
             if self.unacked.len() < cap {
-                let rec = SegmentRecord {
+                let rec = RefRec {
                     rel_seq: s,
                     payload_len: len,
-                    ip_len: len + 52,
-                    txs: TxList::new(tx),
                     tx_count: 1,
                     superseded: false,
-                    superseded_by: None,
                 };
                 self.unacked.insert((s, len), (rec, 0));
             }
@@ -519,7 +541,7 @@ mod tests {
             let got: Vec<(i64, u32, u32, bool)> = l
                 .unacked
                 .iter()
-                .map(|x| (x.rel_seq, x.payload_len, x.tx_count, x.superseded))
+                .map(|x| (x.rel_seq, x.payload_len, x.tx_count(), x.superseded()))
                 .collect();
             let want: Vec<(i64, u32, u32, bool)> = r
                 .unacked
@@ -535,8 +557,8 @@ mod tests {
                 (
                     x.record.rel_seq,
                     x.record.payload_len,
-                    x.record.tx_count,
-                    x.record.superseded,
+                    x.record.tx_count(),
+                    x.record.superseded(),
                 )
             })
             .collect();
@@ -546,19 +568,55 @@ mod tests {
 
     #[test]
     fn a_segment_sent_once_keeps_its_transmission_inline() {
-        let tx = Tx {
-            frame: FrameNo(1),
-            ts: Timestamp(5),
-        };
-        let mut t = TxList::new(tx);
-        assert_eq!(t.as_slice(), &[tx]);
-        assert!(matches!(t.0, TxRepr::One(_)));
-        let tx2 = Tx {
-            frame: FrameNo(2),
-            ts: Timestamp(9),
-        };
-        t.push(tx2);
-        assert_eq!(&t[..], &[tx, tx2]);
+        use crate::synth::{segment, C2S};
+        assert!(std::mem::size_of::<SegmentRecord>() <= 40);
+        let mut l = DirLedger::new(0);
+        let first = segment(C2S, 1, Timestamp(5), 7, 1, 100);
+        assert!(l.on_data(&first).is_none());
+        let rec = l.record_at(1).cloned();
+        let rec = rec
+            .as_ref()
+            .map(|r| (r.more.is_none(), r.txs().len(), r.tx_count()));
+        assert_eq!(rec, Some((true, 1, 1)));
+        let again = segment(C2S, 2, Timestamp(9), 7, 1, 100);
+        let got = l
+            .on_data(&again)
+            .map(|r| (r.txs().to_vec(), r.tx_count(), r.superseded()));
+        let want = vec![
+            Tx {
+                frame: FrameNo(1),
+                ts: Timestamp(5),
+            },
+            Tx {
+                frame: FrameNo(2),
+                ts: Timestamp(9),
+            },
+        ];
+        assert_eq!(got, Some((want, 2, false)));
+        // A re-send of other geometry supersedes it; the first keeps its txs.
+        let smaller = segment(C2S, 3, Timestamp(12), 7, 1, 50);
+        assert!(l.on_data(&smaller).is_none());
+        let sup = l.record_at(1).map(|r| r.rel_seq);
+        assert_eq!(sup, Some(1));
+        assert_eq!(l.unacked_len(), 2);
+    }
+
+    #[test]
+    fn an_emptied_queue_gives_its_memory_back() {
+        use crate::synth::{segment, C2S};
+        let mut l = DirLedger::new(0);
+        l.on_ack(1, FrameNo(0), Timestamp(0));
+        for i in 0..100u64 {
+            let seg = segment(C2S, i + 1, Timestamp(i as i64), 7, 1 + 100 * i as i64, 100);
+            l.on_data(&seg);
+        }
+        assert!(l.unacked.capacity() >= 100);
+        l.on_ack(5001, FrameNo(200), Timestamp(200));
+        assert_eq!(l.unacked_len(), 50);
+        assert!(l.unacked.capacity() >= 100);
+        l.on_ack(10_001, FrameNo(201), Timestamp(201));
+        assert_eq!(l.unacked.capacity(), 0);
+        assert_eq!(l.acked_segments, 100);
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub const MIN_ACKED_SEGMENTS: u64 = 1000;
 
 /// Receiver segments remembered per direction to find the last ACK before the drop.
 const RING: usize = 64;
+/// Ring capacity (entries) above which a ring cut to its newest entry is reallocated.
+const RING_SHRINK_ABOVE: usize = 8;
 /// Frames cited per kind.
 const MAX_CITE: usize = 16;
 
@@ -42,7 +44,9 @@ const MAX_CITE: usize = 16;
 struct RcvSeg {
     frame: FrameNo,
     ts: Timestamp,
-    window: u64,
+    /// Advertised window (bytes, or raw when the scale is unknown); the
+    /// flow table caps the shift at 14, so it fits (65,535 << 14 < 2^32).
+    window: u32,
     raw: u16,
 }
 
@@ -201,8 +205,8 @@ fn as_sender(d: &mut DirState, seg: &SegmentEvent, hits: &mut Vec<Hit>) {
     };
     let same = d.ep.as_ref().is_some_and(|e| e.stuck_seq == rec.rel_seq);
     if !same {
-        let orig = (rec.tx_count > 1)
-            .then(|| rec.txs.first().copied())
+        let orig = (rec.tx_count() > 1)
+            .then(|| rec.txs().first().copied())
             .flatten();
         let before_frame = orig.map(|o| o.frame).unwrap_or(seg.frame);
         let mut ep = Episode {
@@ -212,7 +216,7 @@ fn as_sender(d: &mut DirState, seg: &SegmentEvent, hits: &mut Vec<Hit>) {
             ..Default::default()
         };
         // Retransmissions before this one (same bytes) count too.
-        for t in rec.txs.iter().skip(1) {
+        for t in rec.txs().iter().skip(1) {
             if t.frame != seg.frame {
                 ep.retx.push(*t);
                 ep.retx_count += 1;
@@ -248,7 +252,7 @@ fn as_receiver(d: &mut DirState, seg: &SegmentEvent, rel_ack: i64, hits: &mut Ve
     let r = RcvSeg {
         frame: seg.frame,
         ts: seg.ts,
-        window,
+        window: u32::try_from(window).unwrap_or(u32::MAX),
         raw: seg.window_raw,
     };
     if d.ring.len() >= RING {
@@ -256,6 +260,15 @@ fn as_receiver(d: &mut DirState, seg: &SegmentEvent, rel_ack: i64, hits: &mut Ve
     }
     d.ring.push_back(r);
     d.ledger.on_ack(rel_ack, seg.frame, seg.ts);
+    if d.ledger.unacked_len() == 0 && d.ring.len() > 1 {
+        // Nothing in flight: an episode can only start at a segment sent
+        // from now on, and the newest ACK is the last one before it.
+        if d.ring.capacity() > RING_SHRINK_ABOVE {
+            d.ring = VecDeque::from([r]);
+        } else {
+            d.ring.drain(..d.ring.len() - 1);
+        }
+    }
     let Some(ep) = d.ep.as_mut() else { return };
     if rel_ack > ep.stuck_seq {
         ep.acked_at = Some((seg.frame, seg.ts));
@@ -315,7 +328,7 @@ fn qualifies(
     let Some(before) = ep.last_ack_before else {
         return false;
     };
-    if before.raw == 0 || (scale_known && before.window < u64::from(ep.len)) {
+    if before.raw == 0 || (scale_known && before.window < ep.len) {
         return false;
     }
     // The path must carry segments of this size (else: mss-blackhole).
@@ -326,7 +339,7 @@ fn qualifies(
     // than its window (seed 003: megabytes queued behind a 32 KB window).
     // Tiny segments fill it by count instead (skb truesize; seed 003's
     // "reader never reads" case with 4-byte writes).
-    let min_bytes = (before.window.saturating_mul(BUSY_WINDOWS)).max(MIN_ACKED_BYTES);
+    let min_bytes = (u64::from(before.window).saturating_mul(BUSY_WINDOWS)).max(MIN_ACKED_BYTES);
     let busy_bytes = ep.stuck_seq >= 0 && (ep.stuck_seq as u64) >= min_bytes;
     busy_bytes || acked_segments >= MIN_ACKED_SEGMENTS
 }
@@ -492,7 +505,7 @@ impl MissingZeroWindow {
         let before = ep.last_ack_before;
         let mut windows: BTreeSet<u64> = ep.windows.clone();
         if let Some(b) = before {
-            windows.insert(b.window);
+            windows.insert(u64::from(b.window));
         }
         let start = ep.orig.or(ep.retx.first().copied());
         let end_ts = ep.acked_at.map(|a| a.1).or(ep.retx.last().map(|t| t.ts));
@@ -520,7 +533,7 @@ impl MissingZeroWindow {
             stuck_ack: ep.stuck_seq,
             segment_bytes: ep.len,
             windows_advertised: windows.into_iter().collect(),
-            window_at_drop_bytes: before.map(|b| b.window).unwrap_or(0),
+            window_at_drop_bytes: before.map_or(0, |b| u64::from(b.window)),
             window_scale_known: h.scale_known,
             retransmissions: ep.retx_count,
             rto_ladder_ms: gaps.iter().map(|g| ns_to_ms(*g)).collect(),

@@ -149,7 +149,7 @@ fn failing_segments(retired: &[Retired]) -> Vec<&Retired> {
         .filter(|r| {
             let unacked_at_size = match r.outcome {
                 Outcome::CaptureEnd => true,
-                Outcome::Acked { .. } => r.record.superseded,
+                Outcome::Acked { .. } => r.record.superseded(),
             };
             unacked_at_size && backoff_doublings(&all_gaps(r)) >= 2
         })
@@ -172,16 +172,16 @@ fn path_mtu_bounds(largest_acked_ip: u32, cross: u32, smallest_ip: u32) -> (u32,
 
 /// Frames proving the black hole (see [`Diagnosis::frames`]).
 fn cited_frames(main: &Retired, failing: &[&Retired]) -> Vec<FrameNo> {
-    let mut frames: Vec<FrameNo> = main.record.txs.iter().map(|t| t.frame).collect();
+    let mut frames: Vec<FrameNo> = main.record.txs().iter().map(|t| t.frame).collect();
     for r in failing {
         if frames.len() >= MAX_CITE {
             break;
         }
-        if let Some(t) = r.record.txs.first() {
+        if let Some(t) = r.record.txs().first() {
             frames.push(t.frame);
         }
     }
-    if let Some(t) = main.record.superseded_by {
+    if let Some(t) = main.record.superseded_by() {
         frames.push(t.frame); // first smaller re-send (tcp_mtu_probing)
     }
     if let Outcome::Acked { frame, .. } = main.outcome {
@@ -371,7 +371,7 @@ impl MssBlackhole {
         let failing = failing_segments(retired);
         let main = failing
             .iter()
-            .max_by_key(|r| (r.record.tx_count, std::cmp::Reverse(r.record.rel_seq)))?;
+            .max_by_key(|r| (r.record.tx_count(), std::cmp::Reverse(r.record.rel_seq)))?;
         let smallest_ip = failing.iter().map(|r| r.record.ip_len).min().unwrap_or(0);
         let smallest_payload = failing
             .iter()
@@ -389,7 +389,12 @@ impl MssBlackhole {
         if l.largest_acked_ip >= smallest_ip || l.largest_acked_payload >= smallest_payload {
             return None; // that size got through: loss, not a size limit
         }
-        let first_fail_ts = main.record.txs.first().map(|t| t.ts.0).unwrap_or(i64::MAX);
+        let first_fail_ts = main
+            .record
+            .txs()
+            .first()
+            .map(|t| t.ts.0)
+            .unwrap_or(i64::MAX);
         // Small packets pass: smaller data was acknowledged, the peer kept
         // sending after the first loss, or at least the handshake completed.
         let small_packets = if l.acked_segments > 0 {
@@ -414,17 +419,17 @@ impl MssBlackhole {
         }
         let recovered = failing
             .iter()
-            .any(|r| r.record.superseded && matches!(r.outcome, Outcome::Acked { .. }));
+            .any(|r| r.record.superseded() && matches!(r.outcome, Outcome::Acked { .. }));
         let cross = pair.and_then(|p| pair_lower.get(&p).copied()).unwrap_or(0);
         let (lower, upper, bound) = path_mtu_bounds(l.largest_acked_ip, cross, smallest_ip);
         let overhead = if v6 { 60 } else { 40 };
-        let start_ns = main.record.txs.first().map(|t| t.ts.0).unwrap_or(0);
-        let last_tx_ns = main.record.txs.last().map(|t| t.ts.0).unwrap_or(start_ns);
+        let start_ns = main.record.txs().first().map(|t| t.ts.0).unwrap_or(0);
+        let last_tx_ns = main.record.txs().last().map(|t| t.ts.0).unwrap_or(start_ns);
         let end_ns = match main.outcome {
             Outcome::Acked { ts, .. } => ts.0,
             Outcome::CaptureEnd => last_tx_ns,
         };
-        let stall_end = main.record.superseded_by.map_or(last_tx_ns, |t| t.ts.0);
+        let stall_end = main.record.superseded_by().map_or(last_tx_ns, |t| t.ts.0);
         // Still stuck when the capture ended, before the next re-send was
         // due: whether the sender would still recover is not in the capture.
         let open = match main.outcome {

@@ -40,7 +40,7 @@ pub(crate) struct Tx {
 ///   *not* proof of a copy: chrissanders `nowebaccess3.pcapng` stream 0
 ///   re-sends its SYN after 1 s with the same ID 0x178a.
 pub(crate) fn same_packet(prev: &Tx, s: &SegmentEvent) -> bool {
-    let gap = (s.ts.0 - prev.ts.0).abs();
+    let gap = s.ts.0.saturating_sub(prev.ts.0).saturating_abs();
     if gap < COPY_GAP_NS {
         return true;
     }

@@ -271,8 +271,8 @@ impl SameIsn {
                     .get(j)
                     .is_some_and(|b| match (b.syns.first(), b.syns.last()) {
                         (Some(bf), Some(bl)) => {
-                            bf.ts.0 <= last.ts.0 + SAME_ISN_WINDOW_NS
-                                && bl.ts.0 >= first.ts.0 - SAME_ISN_WINDOW_NS
+                            bf.ts.0 <= last.ts.0.saturating_add(SAME_ISN_WINDOW_NS)
+                                && bl.ts.0 >= first.ts.0.saturating_sub(SAME_ISN_WINDOW_NS)
                         }
                         _ => false,
                     })
@@ -393,7 +393,9 @@ impl SynRetransmit {
             b.syns
                 .first()
                 .zip(a.syns.get(1))
-                .is_some_and(|(bf, second)| bf.ts.0 >= second.ts.0 - SAME_ISN_WINDOW_NS)
+                .is_some_and(|(bf, second)| {
+                    bf.ts.0 >= second.ts.0.saturating_sub(SAME_ISN_WINDOW_NS)
+                })
         });
         // One delayed connection among many is one lost SYN, not a shape,
         // unless a NAT view shows it died inside the host (seed 002) or the
@@ -508,7 +510,7 @@ impl SynRetransmit {
         ctx: &FinishContext,
     ) -> Option<OpenAtEnd> {
         let last = a.syns.last()?;
-        let before = self.first_ts.map_or(0, |t0| first.ts.0 - t0);
+        let before = self.first_ts.map_or(0, |t0| first.ts.0.saturating_sub(t0));
         let next_wait_ns = next_wait_ns(gaps, before);
         let after_last_ns = ctx.open_at_end(Some(last.interface), last.ts, next_wait_ns)?;
         Some(OpenAtEnd {
@@ -524,7 +526,7 @@ impl SynRetransmit {
     fn ladder_of(&self, gaps: &[i64], first: &Tx) -> (String, String) {
         match ladder_for(gaps) {
             ("unrecognised", _) => {
-                let before = self.first_ts.map_or(0, |t0| first.ts.0 - t0);
+                let before = self.first_ts.map_or(0, |t0| first.ts.0.saturating_sub(t0));
                 ladder_joined(gaps, before).unwrap_or_else(|| {
                     (
                         "unrecognised".to_string(),
@@ -562,9 +564,9 @@ fn synack_times(a: &Attempt, first: &Tx) -> Option<SynackTimes> {
     let (f, l) = (a.synacks.first()?, a.synacks.last()?);
     Some(SynackTimes {
         first_frame: f.frame,
-        first_after_syn_ns: f.ts.0 - first.ts.0,
+        first_after_syn_ns: f.ts.0.saturating_sub(first.ts.0),
         count: a.synacks.len(),
-        span_ns: l.ts.0 - f.ts.0,
+        span_ns: l.ts.0.saturating_sub(f.ts.0),
     })
 }
 

@@ -567,6 +567,33 @@ impl FlowTable {
     /// lasted until the capture end). Emits no [`FlowEvent::FlowEnded`].
     /// Calling it twice emits nothing more.
     pub fn finish(&mut self, out: &mut Vec<FlowEvent>) {
+        self.finish_into(out, |_| {});
+    }
+
+    /// As [`FlowTable::finish`], but hands the events to `deliver` in order,
+    /// in slices of about `chunk` events (at least one each), instead of
+    /// collecting them all: the end of a capture with millions of open
+    /// streams needs no buffer of one event per stream.
+    pub fn finish_chunked(&mut self, chunk: usize, mut deliver: impl FnMut(&[FlowEvent])) {
+        let mut buf = Vec::new();
+        self.finish_into(&mut buf, |b| {
+            if b.len() >= chunk {
+                deliver(b);
+                b.clear();
+            }
+        });
+        if !buf.is_empty() {
+            deliver(&buf);
+        }
+    }
+
+    /// The body of [`FlowTable::finish`]: events go to `out`, and `flush`
+    /// sees `out` after every stream.
+    fn finish_into(
+        &mut self,
+        out: &mut Vec<FlowEvent>,
+        mut flush: impl FnMut(&mut Vec<FlowEvent>),
+    ) {
         if self.finished {
             return;
         }
@@ -595,6 +622,7 @@ impl FlowTable {
                 }
                 Slot::First(_) => {}
             }
+            flush(out);
         }
         self.scratch = scratch;
     }
