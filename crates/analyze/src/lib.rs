@@ -36,7 +36,7 @@ pub use merge::analyze_merged;
 pub use pcapsleuth_detect::{
     CaptureSpan, DetectorInfo, FinishContext, InterfaceContext, PacketContext,
 };
-pub use pipeline::{drive, observe_path, PacketObserver, Pipeline, PipelineOutput};
+pub use pipeline::{drive, observe_path, FlowDetail, PacketObserver, Pipeline, PipelineOutput};
 pub use registry::{all_detectors, detector_infos, find_detector};
 pub use runner::{analyze_inputs, RunError, RunOptions};
 pub use staged::StagedPipeline;
@@ -57,6 +57,18 @@ pub struct AnalyzeOptions {
     /// it. [`analyze_inputs`] sets it from the thread count
     /// when there are fewer inputs than threads.
     pub capture_threads: usize,
+}
+
+impl AnalyzeOptions {
+    /// What the pipeline keeps of every stream: everything for a report with
+    /// flows, else only what the findings need.
+    pub fn flow_detail(&self) -> FlowDetail {
+        if self.with_flows {
+            FlowDetail::Full
+        } else {
+            FlowDetail::FindingsOnly
+        }
+    }
 }
 
 /// Analyse one capture. Never fails: an unreadable file gives a report with
@@ -112,7 +124,7 @@ fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureRep
     };
     report.error = error.map(|e| e.to_string());
     let out = pipe.finish(reader.interfaces());
-    let out_caps = unacked_capped_streams(&out.flows);
+    let out_caps: Vec<u64> = out.unacked_capped.iter().map(|s| s.get()).collect();
     let flow_cap = flow_cap_warning(&out.flow_stats, opts);
     fill_report(report, out, opts);
     // Wireshark numbers some non-packet pcapng blocks (custom, journal) as
@@ -143,13 +155,19 @@ impl Driver {
     pub(crate) fn new(opts: &AnalyzeOptions) -> Driver {
         if opts.capture_threads >= 2 {
             let workers = opts.capture_threads - 1;
-            if let Some(s) =
-                staged::StagedPipeline::start(opts.flow_config, all_detectors(), workers)
-            {
+            if let Some(s) = staged::StagedPipeline::start(
+                opts.flow_config,
+                all_detectors(),
+                workers,
+                opts.flow_detail(),
+            ) {
                 return Driver::Staged(Box::new(s));
             }
         }
-        Driver::Plain(Box::new(Pipeline::new(opts.flow_config)))
+        Driver::Plain(Box::new(Pipeline::new(
+            opts.flow_config,
+            opts.flow_detail(),
+        )))
     }
 
     /// One frame, in capture order.
@@ -235,15 +253,6 @@ pub(crate) fn flow_cap_warning(
             stats.peak_live,
         ),
     })
-}
-
-/// The `tcp.stream`s of the flows whose unacknowledged-segment list hit its cap.
-pub(crate) fn unacked_capped_streams(flows: &[pcapsleuth_flow::FlowSummary]) -> Vec<u64> {
-    flows
-        .iter()
-        .filter(|f| f.unacked_capped)
-        .map(|f| f.tcp_stream.get())
-        .collect()
 }
 
 /// Copy the pipeline's output into the report: span, frame count (the last

@@ -21,7 +21,7 @@ use pcapsleuth_detect::{
 };
 use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowSummary, FlowTable, PacketFlowInfo, PacketMeta};
 use pcapsleuth_ingest::{CaptureReader, Frame, IngestError, InterfaceInfo};
-use pcapsleuth_ledger::StallLedger;
+use pcapsleuth_ledger::{CauseSet, LedgerConfig, StallLedger};
 
 /// Sees every packet as the pipeline handles it, after the detectors did.
 /// Both methods default to doing nothing.
@@ -47,6 +47,24 @@ struct InterfaceSeen {
     frames: u64,
 }
 
+/// How much of every stream the pipeline keeps for after the capture.
+///
+/// Memory at the end of a capture is O(streams) for what is kept here: a
+/// SYN scan of 2 million one-SYN streams holds 2 million summaries and stall
+/// ledgers with [`FlowDetail::Full`], and none with
+/// [`FlowDetail::FindingsOnly`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FlowDetail {
+    /// Every stream's summary ([`PipelineOutput::flows`]) and stall ledger
+    /// (`ledger.streams`): for `pcapsleuth flows`, HTML and Markdown.
+    #[default]
+    Full,
+    /// Findings only: no per-flow summaries, and the stall ledger lists only
+    /// streams that stalled with a cause a detector reads
+    /// ([`Detector::ledger_causes`]); its roll-ups still count every stream.
+    FindingsOnly,
+}
+
 /// What the pipeline produced at the end of the input.
 #[derive(Debug, Default)]
 pub struct PipelineOutput {
@@ -54,8 +72,12 @@ pub struct PipelineOutput {
     pub findings: Vec<Finding>,
     /// `tcp.stream` ids assigned (streams are `0..tcp_streams`).
     pub tcp_streams: u64,
-    /// Per-flow summaries, one per `tcp.stream` in stream order.
+    /// Per-flow summaries, one per `tcp.stream` in stream order; empty
+    /// with [`FlowDetail::FindingsOnly`].
     pub flows: Vec<FlowSummary>,
+    /// The `tcp.stream`s whose unacknowledged-segment list hit its cap
+    /// ([`FlowConfig::max_unacked_segments`]), ascending.
+    pub unacked_capped: Vec<pcapsleuth_core::StreamId>,
     /// First and last frame timestamps, `None` without frames.
     pub span: Option<CaptureSpan>,
     /// Frame number of the last frame pushed (0 without frames).
@@ -94,6 +116,7 @@ pub(crate) struct Front {
     /// Indexed by interface id.
     seen: Vec<Option<InterfaceSeen>>,
     quality: QualityTracker,
+    detail: FlowDetail,
 }
 
 /// The consumers of flow events and packets: the detectors (with their
@@ -106,9 +129,20 @@ pub(crate) struct Consumers {
 }
 
 impl Consumers {
-    /// `detectors` in this order, and a stall ledger when there are any.
-    pub(crate) fn new(detectors: Vec<Box<dyn Detector>>) -> Consumers {
-        let ledger = (!detectors.is_empty()).then(|| Box::new(StallLedger::new()));
+    /// `detectors` in this order, and a stall ledger when there are any
+    /// (keeping per-stream ledgers as `detail` says).
+    pub(crate) fn new(detectors: Vec<Box<dyn Detector>>, detail: FlowDetail) -> Consumers {
+        let keep_streams = match detail {
+            FlowDetail::Full => CauseSet::ALL,
+            FlowDetail::FindingsOnly => detectors
+                .iter()
+                .fold(CauseSet::EMPTY, |acc, d| acc.union(d.ledger_causes())),
+        };
+        let cfg = LedgerConfig {
+            keep_streams,
+            ..LedgerConfig::default()
+        };
+        let ledger = (!detectors.is_empty()).then(|| Box::new(StallLedger::with_config(cfg)));
         Consumers {
             detectors: detectors.into_iter().enumerate().collect(),
             ledger,
@@ -149,8 +183,9 @@ impl Consumers {
 type PacketContextParts<'a> = (PacketMeta, Decoded<'a>, PacketFlowInfo);
 
 impl Front {
-    pub(crate) fn new(flow_config: FlowConfig) -> Front {
+    pub(crate) fn new(flow_config: FlowConfig, detail: FlowDetail) -> Front {
         Front {
+            detail,
             decoder: Decoder::new(),
             flows: FlowTable::new(flow_config),
             streams: StreamEndpoints::default(),
@@ -278,16 +313,26 @@ impl Front {
 }
 
 impl Pipeline {
-    /// A pipeline running every registered detector.
-    pub fn new(flow_config: FlowConfig) -> Pipeline {
-        Pipeline::with_detectors(flow_config, all_detectors())
+    /// A pipeline running every registered detector, keeping what `detail` says.
+    pub fn new(flow_config: FlowConfig, detail: FlowDetail) -> Pipeline {
+        Pipeline::with_detail(flow_config, all_detectors(), detail)
     }
 
-    /// A pipeline running `detectors` (none: decode and flow events only).
+    /// A pipeline running `detectors` (none: decode and flow events only),
+    /// keeping every stream's summary and ledger ([`FlowDetail::Full`]).
     pub fn with_detectors(flow_config: FlowConfig, detectors: Vec<Box<dyn Detector>>) -> Pipeline {
+        Pipeline::with_detail(flow_config, detectors, FlowDetail::Full)
+    }
+
+    /// A pipeline running `detectors`, keeping what `detail` says.
+    pub fn with_detail(
+        flow_config: FlowConfig,
+        detectors: Vec<Box<dyn Detector>>,
+        detail: FlowDetail,
+    ) -> Pipeline {
         Pipeline {
-            front: Front::new(flow_config),
-            consumers: Consumers::new(detectors),
+            front: Front::new(flow_config, detail),
+            consumers: Consumers::new(detectors, detail),
             events: Vec::with_capacity(16),
         }
     }
@@ -338,7 +383,11 @@ pub(crate) fn conclude(
         observer.finish(events);
     });
     let quality = std::mem::take(&mut front.quality).finish(interfaces);
-    let flows = front.flows.summaries();
+    let flows = match front.detail {
+        FlowDetail::Full => front.flows.summaries(),
+        FlowDetail::FindingsOnly => Vec::new(),
+    };
+    let unacked_capped = front.flows.unacked_capped_streams();
     let tcp_streams = front.flows.stream_count();
     let flow_stats = front.flows.stats();
     // The table's per-stream state is no longer needed: free it before the
@@ -347,7 +396,6 @@ pub(crate) fn conclude(
     let ctx = FinishContext {
         interfaces: front.interface_contexts(interfaces),
         span: front.span,
-        flows,
         streams: std::mem::take(&mut front.streams),
         quality,
         ledger: consumers.ledger.take().map(|l| l.finish()),
@@ -361,7 +409,8 @@ pub(crate) fn conclude(
         findings,
         tcp_streams,
         flow_stats,
-        flows: ctx.flows,
+        flows,
+        unacked_capped,
         span: front.span,
         last_frame: front.last_frame,
         quality: ctx.quality,

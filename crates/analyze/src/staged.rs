@@ -35,7 +35,7 @@
 //! input, or when it panics). A panic in stage 2 or 3 is re-raised on the
 //! calling thread at the end of the input: nothing hangs.
 
-use crate::pipeline::{conclude, Consumers, Front, PipelineOutput};
+use crate::pipeline::{conclude, Consumers, FlowDetail, Front, PipelineOutput};
 use pcapsleuth_decode::Decoder;
 use pcapsleuth_detect::{Detector, PacketContext};
 use pcapsleuth_flow::{FlowConfig, FlowEvent, PacketFlowInfo, PacketMeta};
@@ -118,13 +118,15 @@ impl StagedPipeline {
     /// A staged pipeline running `detectors` with `workers` (at least 1)
     /// stage-3 threads sharing them (the ledger and the first detectors go
     /// to the first, and so on round-robin), plus the stage-2 thread; the
-    /// calling thread is stage 1. `None` when a thread cannot be started.
+    /// calling thread is stage 1; `detail` says what is kept of every stream
+    /// for after the capture. `None` when a thread cannot be started.
     pub fn start(
         flow_config: FlowConfig,
         detectors: Vec<Box<dyn Detector>>,
         workers: usize,
+        detail: FlowDetail,
     ) -> Option<StagedPipeline> {
-        let parts = split(Consumers::new(detectors), workers);
+        let parts = split(Consumers::new(detectors, detail), workers);
         let (recycle_tx, recycled) = channel::<Batch>();
         let mut setups3: Vec<Sender<Setup3>> = Vec::with_capacity(parts.len());
         let mut stage3 = Vec::with_capacity(parts.len());
@@ -154,7 +156,7 @@ impl StagedPipeline {
             to_stage3.push(tx);
         }
         let (tx, rx) = sync_channel::<Batch>(CHANNEL_DEPTH);
-        let _ = setup2_tx.send((Front::new(flow_config), rx, to_stage3));
+        let _ = setup2_tx.send((Front::new(flow_config, detail), rx, to_stage3));
         Some(StagedPipeline {
             batch: Batch::default(),
             to_stage2: Some(tx),

@@ -1,5 +1,5 @@
 //! The pipeline driver and the ordered runner: what detectors get at finish
-//! (interfaces, capture span, flow summaries), and output independent of the
+//! (interfaces, capture span, stream ends), and output independent of the
 //! thread count.
 
 use pcapsleuth_analyze::{analyze_inputs, analyze_path, AnalyzeOptions, Pipeline, RunOptions};
@@ -16,8 +16,8 @@ struct Seen {
     interfaces: Vec<InterfaceContext>,
     span: Option<(i64, i64)>,
     extent: Option<(i64, i64)>,
-    flows: usize,
-    flow_ref_ok: bool,
+    /// Client address and server port of streams 0, 1, … (`flow_ref`).
+    refs: Vec<(String, u16)>,
 }
 
 /// A detector that records its [`FinishContext`] and finds nothing.
@@ -38,12 +38,10 @@ impl Detector for Probe {
         seen.interfaces = ctx.interfaces.clone();
         seen.span = ctx.span.map(|s| (s.first.0, s.last.0));
         seen.extent = ctx.span.map(|s| (s.earliest.0, s.latest.0));
-        seen.flows = ctx.flows.len();
-        seen.flow_ref_ok = ctx.flows.iter().all(|f| {
-            ctx.flow_ref(f.tcp_stream)
-                .is_some_and(|r| r.client == f.client.to_string() && r.server_port == f.server_port)
-                && ctx.flow_summary(f.tcp_stream).is_some()
-        });
+        seen.refs = (0..)
+            .map_while(|i| ctx.flow_ref(pcapsleuth_core::StreamId(i)))
+            .map(|r| (r.client, r.server_port))
+            .collect();
         Vec::new()
     }
 }
@@ -66,9 +64,15 @@ fn finish_context_has_interfaces_span_and_flows() {
         Some((report.first_ts_ns, report.last_ts_ns)),
         "span = the report's"
     );
-    assert_eq!(seen.flows as u64, report.tcp_streams);
+    // Every stream's ends, as the flow summaries (kept with
+    // `with_detectors`: FlowDetail::Full) name them.
+    assert_eq!(seen.refs.len() as u64, report.tcp_streams);
     assert_eq!(out.tcp_streams, report.tcp_streams);
-    assert!(seen.flows > 0 && seen.flow_ref_ok);
+    assert_eq!(out.flows.len(), seen.refs.len());
+    assert!(!seen.refs.is_empty());
+    for (f, (client, port)) in out.flows.iter().zip(&seen.refs) {
+        assert_eq!((&f.client.to_string(), f.server_port), (client, *port));
+    }
     assert_eq!(seen.interfaces.len(), report.interfaces.len());
     assert!(seen.interfaces.len() >= 2, "{:?}", seen.interfaces);
     let frames: u64 = seen.interfaces.iter().map(|i| i.frames).sum();

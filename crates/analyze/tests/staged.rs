@@ -4,7 +4,9 @@
 //! capture cut mid-record and on a merged set; its workers really run on
 //! other threads; and a panicking detector ends the run instead of hanging it.
 
-use pcapsleuth_analyze::{analyze_merged, analyze_path, AnalyzeOptions, Pipeline, StagedPipeline};
+use pcapsleuth_analyze::{
+    analyze_merged, analyze_path, AnalyzeOptions, FlowDetail, Pipeline, StagedPipeline,
+};
 use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, PacketContext};
 use pcapsleuth_flow::{FlowConfig, FlowEvent};
 use pcapsleuth_ingest::CaptureReader;
@@ -158,8 +160,13 @@ fn probe_run(threads: usize, panic_at: Option<u64>) -> ((Vec<ThreadId>, u64, u64
         assert!(pcapsleuth_analyze::drive(&mut reader, &mut pipe, &mut ()).is_none());
         let _ = pipe.finish(reader.interfaces(), &mut ());
     } else {
-        let mut pipe = StagedPipeline::start(FlowConfig::default(), detectors, threads - 1)
-            .expect("threads start");
+        let mut pipe = StagedPipeline::start(
+            FlowConfig::default(),
+            detectors,
+            threads - 1,
+            FlowDetail::Full,
+        )
+        .expect("threads start");
         while let Some(frame) = reader.next_frame().expect("fixture reads") {
             pipe.push(&frame);
         }
@@ -190,4 +197,30 @@ fn a_panicking_detector_ends_a_staged_run_with_that_panic() {
     let msg = r.expect_err("the worker's panic reaches the caller");
     let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(msg.contains("probe panics on frame 3"), "{msg}");
+}
+
+/// A report without flows (`analyze`: `FlowDetail::FindingsOnly`, no flow
+/// summaries, the ledger keeping only the streams the detectors read) has
+/// the same findings, warnings and capture quality as one with flows, on one
+/// thread or several.
+#[test]
+fn findings_do_not_depend_on_the_flow_detail_kept() {
+    for threads in [1, 2] {
+        for path in corpus() {
+            let lean = AnalyzeOptions {
+                with_flows: false,
+                ..opts(threads)
+            };
+            let got = analyze_path(&path, &lean);
+            let mut want = analyze_path(&path, &opts(threads));
+            assert!(got.flows.is_empty());
+            want.flows.clear();
+            assert_eq!(
+                json(vec![got]),
+                json(vec![want]),
+                "{} with {threads} thread(s)",
+                path.display()
+            );
+        }
+    }
 }

@@ -16,7 +16,7 @@ pub mod slots;
 pub mod synth;
 /// Timer tolerance (the Linux timer wheel), shared with the stall ledger; it lives in core.
 pub use pcapsleuth_core::timer;
-pub use pcapsleuth_ledger::LedgerReport;
+pub use pcapsleuth_ledger::{CauseSet, LedgerReport};
 
 pub use fasthash::{StreamMap, StreamSet};
 pub use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};
@@ -119,9 +119,6 @@ pub struct FinishContext {
     pub interfaces: Vec<InterfaceContext>,
     /// First and last frame timestamps; `None` when the capture has no frame.
     pub span: Option<CaptureSpan>,
-    /// Per-flow summaries (the `pcapsleuth flows` rows), one per `tcp.stream`
-    /// in stream order.
-    pub flows: Vec<FlowSummary>,
     /// What the capture itself lost, cut, doubled or reordered
     /// ([`quality::CaptureQuality`]): consult it before calling a loss or a
     /// silence a network fault ([`quality::CaptureQuality::capture_lost_bytes`],
@@ -184,14 +181,6 @@ impl FinishContext {
         let after = end.0.saturating_sub(last.0).max(0);
         (after < timer::timer_window(next_ns).1).then_some(after)
     }
-
-    /// The summary of `tcp.stream` `stream`, if it exists.
-    pub fn flow_summary(&self, stream: StreamId) -> Option<&FlowSummary> {
-        self.flows
-            .binary_search_by_key(&stream, |f| f.tcp_stream)
-            .ok()
-            .and_then(|i| self.flows.get(i))
-    }
 }
 
 /// Static facts about a detector, for `pcapsleuth explain` and the README.
@@ -216,6 +205,14 @@ pub trait Detector: Send {
     fn on_flow_event(&mut self, _event: &FlowEvent) {}
     /// Called for every packet after its flow events.
     fn on_packet(&mut self, _pkt: &PacketContext<'_>) {}
+    /// The stall causes whose per-stream entries this detector reads from
+    /// [`FinishContext::ledger`] (`LedgerReport::streams`). A run that lists
+    /// no flows keeps the per-stream ledger only of streams that stalled with
+    /// one of the causes its detectors name here (the roll-ups always count
+    /// every stream). Default: none.
+    fn ledger_causes(&self) -> CauseSet {
+        CauseSet::EMPTY
+    }
     /// End of capture: return findings (any order; the pipeline sorts them).
     fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding>;
 }

@@ -112,6 +112,56 @@ impl StallCause {
     }
 }
 
+/// A set of [`StallCause`]s (a bit per cause, by [`StallCause::index`]).
+///
+/// Says which streams keep their per-stream ledger in the report
+/// ([`crate::LedgerConfig::keep_streams`]): a detector names the causes it
+/// reads (`pcapsleuth_detect::Detector::ledger_causes`), and a run that lists
+/// no flows keeps only those streams' ledgers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CauseSet(u16);
+
+impl CauseSet {
+    /// No cause.
+    pub const EMPTY: CauseSet = CauseSet(0);
+    /// Every cause.
+    pub const ALL: CauseSet = CauseSet((1 << StallCause::ALL.len()) - 1);
+
+    /// The set of exactly `causes`.
+    pub const fn of(causes: &[StallCause]) -> CauseSet {
+        let mut bits = 0u16;
+        let mut i = 0;
+        while i < causes.len() {
+            bits |= 1 << (causes[i] as u16);
+            i += 1;
+        }
+        CauseSet(bits)
+    }
+
+    /// Whether `cause` is in the set.
+    pub fn contains(self, cause: StallCause) -> bool {
+        self.0 & (1 << cause.index()) != 0
+    }
+
+    /// Every cause of `self` and of `other`.
+    #[must_use]
+    pub fn union(self, other: CauseSet) -> CauseSet {
+        CauseSet(self.0 | other.0)
+    }
+
+    /// Whether the set has no cause.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+impl Default for CauseSet {
+    /// [`CauseSet::ALL`]: keep everything unless told otherwise.
+    fn default() -> Self {
+        CauseSet::ALL
+    }
+}
+
 /// The kernel timer whose expiry ended a wait, when one did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -6,7 +6,7 @@ mod model;
 mod rollup;
 mod state;
 
-pub use cause::{StallCause, TimerKind};
+pub use cause::{CauseSet, StallCause, TimerKind};
 pub use classify::{
     syn_expected, DELACK_OTHER_NS, LEGACY_TIMEOUT_INIT_NS, MIN_PATH_MTU, NAGLE_FOLLOW_NS,
     TCP_DELACK_MIN_NS, TCP_RTO_MAX_NS, TCP_RTO_MIN_NS, TCP_TIMEOUT_INIT_NS,
@@ -66,6 +66,13 @@ pub struct LedgerConfig {
     pub min_stall_ns: i64,
     /// Most entries kept per stream; later ones only count in the roll-ups.
     pub max_entries_per_stream: usize,
+    /// The streams whose ledger [`LedgerReport::streams`] lists: those with
+    /// at least one stall of one of these causes. Every stream counts in the
+    /// roll-ups (per cause, per service) whatever this says. Default
+    /// [`CauseSet::ALL`]; a run that reports findings but no flows keeps only
+    /// the causes its detectors read, so a SYN scan's million one-SYN waits
+    /// cost no per-stream ledger.
+    pub keep_streams: CauseSet,
 }
 
 impl Default for LedgerConfig {
@@ -73,6 +80,7 @@ impl Default for LedgerConfig {
         LedgerConfig {
             min_stall_ns: 30_000_000,
             max_entries_per_stream: 256,
+            keep_streams: CauseSet::ALL,
         }
     }
 }
@@ -115,6 +123,17 @@ enum Slot {
 const SYN_HAS_MSS: u8 = 1;
 /// [`Slot::Syn`]: the SYN's window in bytes was known (it is the raw field).
 const SYN_WINDOW_KNOWN: u8 = 2;
+/// [`Slot::Syn`]: the flow table retired the stream ([`FlowEvent::FlowEnded`])
+/// while its SYN wait was open, so the wait closes at [`StallLedger::finish`];
+/// otherwise the slot is [`Slot::Ended`] (a later segment starts a new
+/// state). Kept in the slot's 48 bytes instead of a whole parked
+/// [`StreamState`] (≈ 660 bytes): a SYN scan evicted by the flow cap.
+const SYN_ENDED: u8 = 4;
+
+/// Whether `slot` is a [`Slot::Syn`] retired by the flow table ([`SYN_ENDED`]).
+fn is_ended_syn(slot: &Slot) -> bool {
+    matches!(slot, Slot::Syn { bits, .. } if bits & SYN_ENDED != 0)
+}
 
 /// The stall ledger: feed it every [`FlowEvent`] in frame order
 /// ([`StallLedger::on_event`]), then [`StallLedger::finish`].
@@ -167,7 +186,10 @@ impl StallLedger {
     pub fn active_streams(&self) -> usize {
         self.slots
             .iter()
-            .filter(|s| matches!(s, Slot::Started { .. } | Slot::Syn { .. } | Slot::Full(_)))
+            .filter(|s| {
+                matches!(s, Slot::Started { .. } | Slot::Syn { .. } | Slot::Full(_))
+                    && !is_ended_syn(s)
+            })
             .count()
     }
 
@@ -175,7 +197,7 @@ impl StallLedger {
     /// wait of theirs ends only with the capture (a zero window still
     /// closed, a retransmission timer not yet due when they were retired).
     pub fn waiting_for_end(&self) -> usize {
-        self.open_at_end.len()
+        self.open_at_end.len() + self.slots.iter().filter(|s| is_ended_syn(s)).count()
     }
 
     /// Heap bytes held for streams now (the slot table and the states
@@ -230,6 +252,7 @@ impl StallLedger {
             FlowEvent::FlowStarted(s) => {
                 self.note_time(s.frame, s.ts);
                 let server = self.rollup.connection(s.server);
+                self.reopen_ended_syn(s.stream);
                 if let Some(slot) = self.slot_mut(s.stream) {
                     if matches!(slot, Slot::Vacant | Slot::Ended { .. }) {
                         *slot = Slot::Started {
@@ -271,6 +294,7 @@ impl StallLedger {
             Slot::Started { client, server } => {
                 Some(StreamState::new(id, client, self.rollup.server(server)?))
             }
+            Slot::Syn { .. } if is_ended_syn(slot) => return None,
             Slot::Syn { .. } => Some(syn_state(id, slot, &self.rollup)?),
             Slot::Vacant | Slot::Retired | Slot::Ended { .. } => return None,
         };
@@ -305,6 +329,7 @@ impl StallLedger {
         if seg.duplicate_of.is_some() {
             return;
         }
+        self.reopen_ended_syn(seg.stream);
         let Some(slot) = self.slot_mut(seg.stream) else {
             return;
         };
@@ -366,7 +391,7 @@ impl StallLedger {
             }
         }
         self.retired_order.push_back(id);
-        self.rollup.stream(*st);
+        self.rollup.stream(*st, self.cfg.keep_streams);
     }
 
     /// The flow table retired `id`: conclude its waits as the end of the
@@ -376,20 +401,24 @@ impl StallLedger {
         let Some(slot) = slot_index(id).and_then(|i| self.slots.get_mut(i)) else {
             return;
         };
-        let st = match std::mem::take(slot) {
+        let (st, syn) = match std::mem::take(slot) {
             Slot::Started { client, server } | Slot::Ended { client, server } => {
                 *slot = Slot::Ended { client, server };
                 return;
             }
-            s @ Slot::Syn { .. } => match syn_state(id, &s, &self.rollup) {
-                Some(st) => st,
-                None => return,
-            },
-            Slot::Full(st) => *st,
             s @ (Slot::Vacant | Slot::Retired) => {
                 *slot = s;
                 return;
             }
+            s @ Slot::Syn { .. } if is_ended_syn(&s) => {
+                *slot = s;
+                return;
+            }
+            s @ Slot::Syn { .. } => match syn_state(id, &s, &self.rollup) {
+                Some(st) => (st, Some(s)),
+                None => return,
+            },
+            Slot::Full(st) => (*st, None),
         };
         if let Some(server) = self.rollup.service_of(&st.server) {
             *slot = Slot::Ended {
@@ -397,12 +426,67 @@ impl StallLedger {
                 server,
             };
         }
-        self.conclude(st);
+        let Some(parked) = self.conclude(st) else {
+            return;
+        };
+        let slot = slot_index(id).and_then(|i| self.slots.get_mut(i));
+        match (syn, slot) {
+            // A lone SYN still waiting: its compact slot says all the parked
+            // state would (`syn_state`), in 48 bytes.
+            (
+                Some(Slot::Syn {
+                    ts,
+                    frame,
+                    client,
+                    server,
+                    mss,
+                    window_raw,
+                    bits,
+                }),
+                Some(slot @ Slot::Ended { .. }),
+            ) => {
+                *slot = Slot::Syn {
+                    ts,
+                    frame,
+                    client,
+                    server,
+                    mss,
+                    window_raw,
+                    bits: bits | SYN_ENDED,
+                };
+            }
+            _ => self.open_at_end.push(parked),
+        }
+    }
+
+    /// A segment or a new start of stream `id`, whose lone SYN the flow
+    /// table retired with its wait open ([`SYN_ENDED`]): that life is
+    /// concluded now as [`StallLedger::on_flow_ended`] would have (parked
+    /// until the end if the capture end still decides it), and the slot
+    /// becomes [`Slot::Ended`].
+    fn reopen_ended_syn(&mut self, id: StreamId) {
+        let Some(slot) = slot_index(id).and_then(|i| self.slots.get_mut(i)) else {
+            return;
+        };
+        if !is_ended_syn(slot) {
+            return;
+        }
+        let old = std::mem::take(slot);
+        let Some(st) = syn_state(id, &old, &self.rollup) else {
+            return;
+        };
+        if let Slot::Syn { client, server, .. } = old {
+            *slot = Slot::Ended { client, server };
+        }
+        if let Some(parked) = self.conclude(st) {
+            self.open_at_end.push(parked);
+        }
     }
 
     /// Close what `st` still waits for, now if the end of the capture cannot
-    /// change it, else at [`StallLedger::finish`].
-    fn conclude(&mut self, mut st: StreamState) {
+    /// change it; otherwise return it, ready to be parked until
+    /// [`StallLedger::finish`] (its recent segments dropped).
+    fn conclude(&mut self, mut st: StreamState) -> Option<StreamState> {
         let max = self.cfg.max_entries_per_stream;
         if let Some(p) = st.pending.take() {
             if let Some((dir, cause, evd)) = resolve(&st, &p, None) {
@@ -423,13 +507,12 @@ impl StallLedger {
                 for e in now.into_iter().flatten() {
                     rollup::push(&mut st, e, max);
                 }
-                self.rollup.stream(st);
+                self.rollup.stream(st, self.cfg.keep_streams);
+                None
             }
             _ => {
-                for s in st.sides.iter_mut() {
-                    s.recent = VecDeque::new();
-                }
-                self.open_at_end.push(st);
+                park(&mut st);
+                Some(st)
             }
         }
     }
@@ -439,7 +522,10 @@ impl StallLedger {
     pub fn finish(mut self) -> LedgerReport {
         let max = self.cfg.max_entries_per_stream;
         let slots = std::mem::take(&mut self.slots);
-        if let Some(end) = self.last {
+        if let (Some(end), true) = (
+            self.last,
+            self.cfg.keep_streams.contains(StallCause::SynTimeout),
+        ) {
             // A lone SYN that waited past the threshold is one ledger each
             // (a SYN scan's): room for them at once, not by doubling.
             let syns = slots
@@ -460,6 +546,19 @@ impl StallLedger {
             let mut st = match slot {
                 Slot::Full(st) => *st,
                 s @ Slot::Syn { .. } => match syn_state(id, &s, &self.rollup) {
+                    // Parked by `on_flow_ended`: as `open_at_end` above.
+                    Some(mut st) if is_ended_syn(&s) => {
+                        if let Some(p) = st.pending.take() {
+                            if let Some((dir, cause, evd)) = resolve(&st, &p, None) {
+                                let e = entry(&st, dir, cause, (p.start, p.end), evd);
+                                rollup::push(&mut st, e, max);
+                            }
+                        }
+                        st.rto_check = None;
+                        park(&mut st);
+                        self.close_at_end(st);
+                        continue;
+                    }
                     Some(st) => st,
                     None => continue,
                 },
@@ -484,7 +583,15 @@ impl StallLedger {
                 rollup::push(&mut st, e, self.cfg.max_entries_per_stream);
             }
         }
-        self.rollup.stream(st);
+        self.rollup.stream(st, self.cfg.keep_streams);
+    }
+}
+
+/// What a stream parked until the capture's end drops: its recent segments
+/// (the end's classification does not read them).
+fn park(st: &mut StreamState) {
+    for s in st.sides.iter_mut() {
+        s.recent = VecDeque::new();
     }
 }
 

@@ -2,7 +2,7 @@
 
 use crate::model::{CauseTime, LedgerReport, ServiceLedger, StallEntry, StreamLedger};
 use crate::state::{StreamOut, StreamState};
-use crate::{ms, StallCause};
+use crate::{ms, CauseSet, StallCause};
 use pcapsleuth_core::Endpoint;
 use std::collections::HashMap;
 
@@ -173,8 +173,9 @@ impl Rollup {
         self.streams.reserve_exact(n);
     }
 
-    /// A stream is done: keep its ledger if it stalled.
-    pub fn stream(&mut self, st: StreamState) {
+    /// A stream is done: count its stalls in the roll-ups, and keep its
+    /// ledger if it stalled with a cause in `keep`.
+    pub fn stream(&mut self, st: StreamState, keep: CauseSet) {
         let Some(out) = st.out else {
             return;
         };
@@ -208,6 +209,13 @@ impl Rollup {
         svc.stalled += 1;
         svc.stall_ns = svc.stall_ns.saturating_add(stall_ns);
         add(&mut svc.by, &by_cause);
+        let wanted = StallCause::ALL
+            .iter()
+            .zip(by_cause.iter())
+            .any(|(c, (n, _))| *n > 0 && keep.contains(*c));
+        if !wanted {
+            return;
+        }
         self.streams.push(StreamLedger {
             tcp_stream: st.id,
             client: st.client,

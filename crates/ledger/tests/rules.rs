@@ -624,3 +624,92 @@ fn an_open_short_exchange_costs_under_800_bytes() {
     // room for two unacknowledged segments.
     assert!(per <= 800.0, "{per}");
 }
+
+/// `n` one-SYN streams 1 ms apart, each retired by the flow table right
+/// after its SYN (`evicted`, as `--max-flows` does to a SYN scan), fed to
+/// `l`.
+fn syn_scan(l: &mut StallLedger, n: u64, evicted: bool) {
+    for i in 0..n {
+        for e in pcapsleuth_detect::synth::syn_only(i, i + 1, at(i as f64)) {
+            l.on_event(&e);
+        }
+        if evicted {
+            l.on_event(&pcapsleuth_detect::synth::flow_ended(
+                StreamId(i),
+                i + 1,
+                at(i as f64),
+            ));
+        }
+    }
+}
+
+#[test]
+fn a_syn_scan_retired_with_its_waits_open_stays_at_48_bytes_a_stream() {
+    let n = 10_000u64;
+    let mut live = StallLedger::new();
+    syn_scan(&mut live, n, false);
+    let mut retired = StallLedger::new();
+    syn_scan(&mut retired, n, true);
+    assert_eq!(retired.active_streams(), 0);
+    // Every SYN's wait ends only with the capture (no retry was due yet).
+    assert_eq!(retired.waiting_for_end(), n as usize);
+    let per = retired.state_bytes() as f64 / n as f64;
+    println!("ledger: {per:.1} bytes per retired one-SYN stream");
+    // The 48-byte slot, not a parked state (≈ 660 bytes before).
+    assert!(per <= 48.0 * 1.25, "{per}");
+    let want = serde_json::to_string(&live.finish()).unwrap();
+    let got = serde_json::to_string(&retired.finish()).unwrap();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn keep_streams_lists_only_streams_with_a_wanted_cause_and_counts_all() {
+    use pcapsleuth_ledger::{CauseSet, LedgerConfig};
+    let n = 2_000u64;
+    let mut all = StallLedger::new();
+    syn_scan(&mut all, n, false);
+    let all = all.finish();
+    let probe0_only = LedgerConfig {
+        keep_streams: CauseSet::of(&[StallCause::Probe0]),
+        ..LedgerConfig::default()
+    };
+    let mut lean = StallLedger::with_config(probe0_only);
+    syn_scan(&mut lean, n, false);
+    let lean = lean.finish();
+    // Every SYN but those of the last 30 ms waited (1 ms apart).
+    assert_eq!(all.streams.len(), 1970);
+    assert!(lean.streams.is_empty(), "{:?}", lean.streams.first());
+    // The roll-ups are the same.
+    assert_eq!(lean.time_lost_by_cause, all.time_lost_by_cause);
+    assert_eq!(lean.services, all.services);
+    assert_eq!(lean.total_stall_ms, all.total_stall_ms);
+    assert_eq!(lean.time_lost_by_cause[0].stalls, 1970);
+    // Keeping SYN timeouts keeps them all.
+    let syn_too = LedgerConfig {
+        keep_streams: CauseSet::of(&[StallCause::Probe0, StallCause::SynTimeout]),
+        ..LedgerConfig::default()
+    };
+    let mut l = StallLedger::with_config(syn_too);
+    syn_scan(&mut l, n, true);
+    assert_eq!(l.finish(), all);
+}
+
+#[test]
+fn cause_sets() {
+    use pcapsleuth_ledger::CauseSet;
+    let p = CauseSet::of(&[StallCause::Probe0]);
+    assert!(p.contains(StallCause::Probe0));
+    assert!(!p.contains(StallCause::SynTimeout));
+    let both = p.union(CauseSet::of(&[StallCause::Unknown]));
+    assert!(both.contains(StallCause::Unknown) && both.contains(StallCause::Probe0));
+    assert!(CauseSet::EMPTY.is_empty());
+    for c in StallCause::ALL {
+        assert!(CauseSet::ALL.contains(c));
+        assert!(!CauseSet::EMPTY.contains(c));
+        assert_eq!(
+            CauseSet::of(&[c]).union(CauseSet::EMPTY),
+            CauseSet::of(&[c])
+        );
+    }
+    assert_eq!(CauseSet::default(), CauseSet::ALL);
+}

@@ -147,6 +147,11 @@ impl Detector for DelayedAckStall {
         }
     }
 
+    /// The ledger's `NagleDelayedAck` waits (`from_ledger`/`diagnose`).
+    fn ledger_causes(&self) -> pcapsleuth_ledger::CauseSet {
+        pcapsleuth_ledger::CauseSet::of(&[pcapsleuth_ledger::StallCause::NagleDelayedAck])
+    }
+
     fn on_flow_event(&mut self, event: &FlowEvent) {
         match event {
             FlowEvent::Segment(s) => self.on_segment(s),

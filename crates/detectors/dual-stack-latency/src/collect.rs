@@ -111,6 +111,12 @@ pub const MAX_SAMPLES: usize = 500_000;
 pub const MAX_SAMPLES_PER_PAIR: u32 = 10_000;
 /// Most outstanding echo requests and TCP connections tracked.
 pub const MAX_PENDING: usize = 200_000;
+/// Most host addresses remembered per capture for pairing by MAC address
+/// ([`Collector::mac_sources`], all MACs together) and for the initial-TTL
+/// counts ([`Collector::ttl_seen`]); addresses first seen after that are not
+/// remembered (a SYN scan from 2 million addresses would cost hundreds of
+/// MB). Seed 001's host had thousands of addresses: far below.
+pub const MAX_ADDRESSES: usize = 200_000;
 /// A second SYN or SYN/ACK within this time of the first is another
 /// sighting of the same packet (another interface of `-i any`, a bridge),
 /// not a retransmission (ns): 100 ms, far below any SYN retransmission
@@ -221,6 +227,8 @@ pub struct Collector {
     /// The last (MAC, address) pairs put in `mac_sources` (inserting one
     /// again changes nothing: skipped, no tree walk per packet).
     mac_recent: [Option<([u8; 6], IpAddr)>; 2],
+    /// Addresses in `mac_sources`, all MACs together (at most [`MAX_ADDRESSES`]).
+    mac_addresses: usize,
     /// Send stamps decoded, per layout.
     pub stamp_layouts: BTreeMap<&'static str, u64>,
     per_pair: HashMap<(Measure, IpAddr, IpAddr), u32>,
@@ -359,8 +367,13 @@ impl Collector {
         if self.mac_recent.contains(&pair) {
             return;
         }
-        self.mac_sources.entry(mac).or_default().insert(a);
         self.mac_recent = [pair, self.mac_recent[0]];
+        if self.mac_addresses >= MAX_ADDRESSES {
+            return;
+        }
+        if self.mac_sources.entry(mac).or_default().insert(a) {
+            self.mac_addresses += 1;
+        }
     }
 
     /// Count a packet from `a`, with an initial TTL or not.
@@ -375,9 +388,15 @@ impl Collector {
             Some((b, _, _)) if *b == a => {}
             _ => {
                 if let Some((b, i, o)) = slot.take() {
-                    let e = self.ttl_seen.entry(b).or_default();
-                    e.0 += i;
-                    e.1 += o;
+                    let known = self.ttl_seen.len() < MAX_ADDRESSES;
+                    if let Some(e) = match self.ttl_seen.get_mut(&b) {
+                        Some(e) => Some(e),
+                        None if known => Some(self.ttl_seen.entry(b).or_default()),
+                        None => None,
+                    } {
+                        e.0 += i;
+                        e.1 += o;
+                    }
                 }
                 *slot = Some((a, 0, 0));
             }

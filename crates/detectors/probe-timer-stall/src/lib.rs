@@ -312,6 +312,11 @@ impl Detector for ProbeTimerStall {
         }
     }
 
+    /// The ledger's `Probe0` waits (`from_ledger`/`diagnose`).
+    fn ledger_causes(&self) -> pcapsleuth_ledger::CauseSet {
+        pcapsleuth_ledger::CauseSet::of(&[pcapsleuth_ledger::StallCause::Probe0])
+    }
+
     fn on_flow_event(&mut self, event: &FlowEvent) {
         match event {
             FlowEvent::Segment(s) => self.on_segment(s),

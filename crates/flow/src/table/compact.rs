@@ -460,6 +460,11 @@ pub(super) struct Retired {
 }
 
 impl Retired {
+    /// Whether either side's unacknowledged-segment list hit its cap.
+    pub(super) fn unacked_capped(&self) -> bool {
+        self.facts.sides.iter().any(|x| x.unacked_capped)
+    }
+
     /// The stalls the capture end at `end` (frame, time) closes on this
     /// retired stream: one per direction that had something pending, when
     /// the silence since its last packet reached the stall threshold.

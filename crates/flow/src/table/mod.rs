@@ -665,6 +665,22 @@ impl FlowTable {
         &self.udp
     }
 
+    /// The streams whose unacknowledged-segment list hit its cap
+    /// ([`FlowConfig::max_unacked_segments`]) on either side, ascending
+    /// (the [`FlowSummary::unacked_capped`] rows, without building summaries).
+    pub fn unacked_capped_streams(&self) -> Vec<StreamId> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| match slot {
+                Slot::Full(s) => s.unacked_capped(),
+                Slot::First(_) => false,
+                Slot::Retired(r) => r.unacked_capped(),
+            })
+            .map(|(i, _)| StreamId(i as u64))
+            .collect()
+    }
+
     /// Per-flow summaries of every stream, live and retired, in `tcp.stream`
     /// order. After [`FlowTable::finish`] they include the stalls the
     /// capture end closed.

@@ -106,6 +106,13 @@ impl Stream {
         }
     }
 
+    /// Whether either side's unacknowledged-segment list hit its cap (in
+    /// this life or the retired one it continues).
+    pub(super) fn unacked_capped(&self) -> bool {
+        self.sides.iter().any(|x| x.unacked_capped)
+            || self.revived.as_ref().is_some_and(|r| r.unacked_capped())
+    }
+
     /// The summary facts of this stream (continuing the retired record it
     /// revived, if any; `max_sightings` caps the joined sightings list).
     pub(super) fn facts(&self, max_sightings: usize) -> Facts {
