@@ -480,11 +480,11 @@ mod tests {
         v
     }
 
-    fn scratch(name: &str, files: &[Vec<u8>]) -> Vec<PathBuf> {
-        let d =
-            std::env::temp_dir().join(format!("pcapsleuth-merge-{}-{name}", std::process::id()));
-        let _ = std::fs::create_dir_all(&d);
-        files
+    /// `files` written to `0.pcap`, `1.pcap`, … in a scratch directory
+    /// (removed when the returned guard is dropped).
+    fn scratch(name: &str, files: &[Vec<u8>]) -> (pcapsleuth_testkit::Scratch, Vec<PathBuf>) {
+        let d = pcapsleuth_testkit::scratch(&format!("merge-{name}"));
+        let paths = files
             .iter()
             .enumerate()
             .map(|(i, bytes)| {
@@ -492,7 +492,8 @@ mod tests {
                 std::fs::write(&p, bytes).expect("write scratch capture");
                 p
             })
-            .collect()
+            .collect();
+        (d, paths)
     }
 
     /// (merged number, tag byte, source, source frame, interface) for every frame.
@@ -526,7 +527,7 @@ mod tests {
         let a = pcap(&[(10, 0xa1), (20, 0xa2), (30, 0xa3), (50, 0xa4)]);
         let b = pcap(&[(20, 0xb1), (20, 0xb2), (40, 0xb3)]);
         let c = pcap(&[(20, 0xc1)]);
-        let paths = scratch("ties", &[a, b, c]);
+        let (_dir, paths) = scratch("ties", &[a, b, c]);
         let got: Vec<(u64, u8, usize, u64, u32)> = order(&paths);
         assert_eq!(
             got,
@@ -546,7 +547,7 @@ mod tests {
     #[test]
     fn unreadable_file_is_reported_and_others_merged() {
         let a = pcap(&[(5, 1), (7, 2)]);
-        let mut paths = scratch("bad", &[a, b"not a capture".to_vec()]);
+        let (_dir, mut paths) = scratch("bad", &[a, b"not a capture".to_vec()]);
         paths.push(PathBuf::from("/nonexistent/pcapsleuth/x.pcap"));
         let got = order(&paths);
         assert_eq!(got.len(), 2);

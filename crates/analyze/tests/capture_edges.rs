@@ -45,8 +45,7 @@ fn analyze_warns_when_the_unacked_segment_cap_is_hit() {
 #[test]
 fn a_capture_read_only_in_part_says_what_and_where() {
     let src = fixtures_dir().join("syn-drops.pcap");
-    let dir = std::env::temp_dir().join(format!("pcapsleuth-edges-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = pcapsleuth_testkit::scratch("edges");
     let cut = dir.join("cut.pcap");
     std::fs::write(&cut, &std::fs::read(&src).unwrap()[..5000]).unwrap();
     let r = analyze_path(&cut, &AnalyzeOptions::default());
@@ -77,7 +76,6 @@ fn a_capture_read_only_in_part_says_what_and_where() {
         "{}",
         set.message
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--max-flows`: past the cap the least recently active streams are retired

@@ -27,11 +27,8 @@ fn tools() -> bool {
     false
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pcapsleuth-merge-it-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("scratch dir");
-    d
+fn scratch(name: &str) -> pcapsleuth_testkit::Scratch {
+    pcapsleuth_testkit::scratch(&format!("merge-it-{name}"))
 }
 
 fn run(cmd: &mut Command) {
@@ -175,7 +172,6 @@ fn synthetic_ties_match_mergecap() {
     // The tie rule is really exercised: at t=2000 file 2 goes first, then 1, then 0.
     let tags: Vec<u8> = ours.iter().map(|r| r.2).collect();
     assert_eq!(&tags[..6], &[0xc1, 0xa1, 0xc2, 0xb1, 0xb2, 0xa2]);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// Split a lab two-interface pcapng into one file per interface.
@@ -328,6 +324,5 @@ fn lab_interface_split_merges_like_mergecap_and_like_the_original() {
                 assert_eq!(sf.frame, row.5);
             }
         }
-        let _ = std::fs::remove_dir_all(&d);
     }
 }

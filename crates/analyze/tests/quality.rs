@@ -298,12 +298,25 @@ fn isb_drop_counters_make_the_capture_not_trustworthy() {
     assert_eq!(seen, vec![None, None, Some(10), Some(43), None]);
 }
 
-fn temp_file(name: &str, bytes: &[u8]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pcapsleuth-quality-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+/// A file in its own scratch directory, removed when dropped; derefs to its path.
+struct TempFile {
+    path: PathBuf,
+    _dir: pcapsleuth_testkit::Scratch,
+}
+
+impl std::ops::Deref for TempFile {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+/// `bytes` written to a file named `name` in a new scratch directory.
+fn temp_file(name: &str, bytes: &[u8]) -> TempFile {
+    let dir = pcapsleuth_testkit::scratch("quality");
     let path = dir.join(name);
     std::fs::write(&path, bytes).expect("write");
-    path
+    TempFile { path, _dir: dir }
 }
 
 /// Built pcapng: 100 frames and an ISB with `isb_ifdrop` `dropped`.

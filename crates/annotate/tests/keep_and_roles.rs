@@ -8,13 +8,7 @@ use pcapsleuth_annotate::{annotate, options};
 use pcapsleuth_ingest::CaptureReader;
 use pcapsleuth_testkit::capture::{Interface, Pcapng};
 use pcapsleuth_testkit::{in_ci, repo_root, shared_with_tshark, tshark, tshark_lines};
-use std::path::{Path, PathBuf};
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pcapsleuth-annotate-keep-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
+use std::path::Path;
 
 /// `frame.number<TAB>frame.comment` of every commented frame.
 fn comments(file: &Path) -> Vec<String> {
@@ -44,6 +38,7 @@ fn have_tshark() -> bool {
 
 #[test]
 fn existing_packet_and_section_comments_survive() {
+    let dir = pcapsleuth_testkit::scratch("annotate-keep");
     let Some(shared) = shared_with_tshark() else {
         return;
     };
@@ -58,7 +53,7 @@ fn existing_packet_and_section_comments_survive() {
         "rtp.pcapng has packet comments: {before:?}"
     );
     let report = analyze_path(&input, &AnalyzeOptions::default());
-    let out = scratch("rtp.annotated.pcapng");
+    let out = dir.join("rtp.annotated.pcapng");
     let st = annotate(&input, &report, &out).expect("annotate");
     assert!(st.kept_options_packets >= 2);
     let after = comments(&out);
@@ -130,11 +125,12 @@ fn flagged_capture(big_endian: bool) -> Vec<u8> {
 
 #[test]
 fn epb_flags_and_comment_survive_in_both_byte_orders() {
+    let dir = pcapsleuth_testkit::scratch("annotate-keep");
     for be in [false, true] {
-        let input = scratch(&format!("flags-{be}.pcapng"));
+        let input = dir.join(format!("flags-{be}.pcapng"));
         std::fs::write(&input, flagged_capture(be)).unwrap();
         let report = analyze_path(&input, &AnalyzeOptions::default());
-        let out = scratch(&format!("flags-{be}.out.pcapng"));
+        let out = dir.join(format!("flags-{be}.out.pcapng"));
         let st = annotate(&input, &report, &out).expect("annotate");
         assert_eq!(st.kept_options_packets, 1);
         let mut r = CaptureReader::open(&out).unwrap();
@@ -163,12 +159,13 @@ fn epb_flags_and_comment_survive_in_both_byte_orders() {
 
 #[test]
 fn each_cited_frame_says_its_role() {
+    let dir = pcapsleuth_testkit::scratch("annotate-keep");
     if !have_tshark() {
         return;
     }
     let input = repo_root().join("fixtures/captures/syn-drops.pcap");
     let report = analyze_path(&input, &AnalyzeOptions::default());
-    let out = scratch("syn-drops.annotated.pcapng");
+    let out = dir.join("syn-drops.annotated.pcapng");
     annotate(&input, &report, &out).expect("annotate");
     let c = comments(&out);
     let line = |n: u64| {
@@ -200,13 +197,14 @@ fn each_cited_frame_says_its_role() {
 
 #[test]
 fn frag_needed_and_dns_roles() {
+    let dir = pcapsleuth_testkit::scratch("annotate-keep");
     if !have_tshark() {
         return;
     }
     let root = repo_root().join("fixtures/captures");
     let input = root.join("self-frag-needed.pcapng");
     let report = analyze_path(&input, &AnalyzeOptions::default());
-    let out = scratch("self-frag.annotated.pcapng");
+    let out = dir.join("self-frag.annotated.pcapng");
     annotate(&input, &report, &out).expect("annotate");
     let all = comments(&out).join("\n");
     assert!(all.contains("Packet Too Big, MTU 1400 (2 of 10)"), "{all}");
@@ -214,7 +212,7 @@ fn frag_needed_and_dns_roles() {
 
     let input = root.join("dns-timeout-any.pcapng");
     let report = analyze_path(&input, &AnalyzeOptions::default());
-    let out = scratch("dns.annotated.pcapng");
+    let out = dir.join("dns.annotated.pcapng");
     annotate(&input, &report, &out).expect("annotate");
     let all = comments(&out).join("\n");
     assert!(
@@ -226,12 +224,13 @@ fn frag_needed_and_dns_roles() {
 
 #[test]
 fn truncated_input_is_reported() {
+    let dir = pcapsleuth_testkit::scratch("annotate-keep");
     let input = repo_root().join("fixtures/captures/syn-drops.pcap");
     let bytes = std::fs::read(&input).unwrap();
-    let cut = scratch("cut.pcap");
+    let cut = dir.join("cut.pcap");
     std::fs::write(&cut, &bytes[..bytes.len() - 30]).unwrap();
     let report = analyze_path(&cut, &AnalyzeOptions::default());
-    let out = scratch("cut.annotated.pcapng");
+    let out = dir.join("cut.annotated.pcapng");
     let st = annotate(&cut, &report, &out).expect("annotate");
     let why = st.stopped.clone().expect("truncation reported");
     assert!(why.contains("cut short"), "{why}");
@@ -250,12 +249,13 @@ fn truncated_input_is_reported() {
 
 #[test]
 fn cross_interface_loss_roles_name_the_interfaces() {
+    let dir = pcapsleuth_testkit::scratch("annotate-keep");
     if !have_tshark() {
         return;
     }
     let input = repo_root().join("fixtures/captures/cross-interface-loss.pcapng");
     let report = analyze_path(&input, &AnalyzeOptions::default());
-    let out = scratch("cil.annotated.pcapng");
+    let out = dir.join("cil.annotated.pcapng");
     annotate(&input, &report, &out).expect("annotate");
     let c = comments(&out);
     // Frame 44: the lost first SYN; 45 its retransmission on r1c; 65 on r1s.

@@ -88,8 +88,7 @@ fn check(name: &str, cited_a: Vec<u64>, cited_b: Vec<u64>, expect_ifaces: u64) {
     );
     let b = finding("syn-retransmit", "second finding", cited_b.clone());
     let rep = report(&input, vec![a.clone(), b.clone()]);
-    let dir = std::env::temp_dir().join(format!("pcapsleuth-annotate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = pcapsleuth_testkit::scratch("annotate");
     let out = dir.join(format!("{name}.annotated.pcapng"));
     let stats = annotate(&input, &rep, &out).expect("annotate");
 

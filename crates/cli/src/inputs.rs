@@ -46,14 +46,13 @@ mod tests {
 
     #[test]
     fn directories_expand_sorted_and_recursive() {
-        let dir = std::env::temp_dir().join(format!("pcapsleuth-inputs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = pcapsleuth_testkit::scratch("inputs");
         std::fs::create_dir_all(dir.join("sub")).unwrap();
         for f in ["b.pcap", "a.pcapng.gz", "notes.txt", "sub/c.cap"] {
             std::fs::write(dir.join(f), b"x").unwrap();
         }
         std::fs::create_dir_all(dir.join("empty")).unwrap();
-        let (paths, empty) = expand(&[dir.clone(), PathBuf::from("-"), dir.join("empty")]);
+        let (paths, empty) = expand(&[dir.to_path_buf(), PathBuf::from("-"), dir.join("empty")]);
         let rel: Vec<String> = paths
             .iter()
             .map(|p| {
@@ -64,6 +63,5 @@ mod tests {
             .collect();
         assert_eq!(rel, ["a.pcapng.gz", "b.pcap", "sub/c.cap", "-"]);
         assert_eq!(empty, [dir.join("empty")]);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

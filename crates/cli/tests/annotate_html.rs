@@ -4,7 +4,7 @@ use pcapsleuth_ingest::CaptureReader;
 use pcapsleuth_testkit::{in_ci, repo_root, tshark, tshark_lines};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// A committed fixture with two findings on two TCP streams.
@@ -23,11 +23,8 @@ fn stderr(o: &Output) -> String {
 }
 
 /// A scratch directory unique to this test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pcapsleuth-annhtml-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(name: &str) -> pcapsleuth_testkit::Scratch {
+    pcapsleuth_testkit::scratch(&format!("annhtml-{name}"))
 }
 
 fn s(p: &Path) -> &str {
@@ -109,7 +106,6 @@ fn annotate_copies_every_frame_and_comments_the_cited_ones() {
         None if in_ci() => panic!("tshark is required under CI"),
         None => println!("SKIP: tshark not installed; comment frames checked by bytes only"),
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -138,7 +134,6 @@ fn annotate_exit_2_for_non_capture_stdin_and_same_file() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("in.pcap"), "{}", stderr(&o));
     assert_eq!(std::fs::read(&copy).unwrap(), before);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Checks shared by the HTML tests: self-contained, has graphs, cites frames.
@@ -176,7 +171,6 @@ fn analyze_html_to_file_is_self_contained_with_graphs() {
     let o = run(&["analyze", "--format", "html", MSS_BLACKHOLE]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(String::from_utf8(o.stdout).unwrap(), html);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -215,5 +209,4 @@ fn analyze_html_with_merge_and_unreadable_input() {
     assert!(stderr(&o).contains("notes.txt"), "{}", stderr(&o));
     let html = std::fs::read_to_string(&out2).unwrap();
     assert!(html.contains("notes.txt") && html.contains("mss-blackhole"));
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -6,7 +6,7 @@
 
 use pcapsleuth_testkit::{in_ci, repo_root};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn bin() -> Command {
@@ -26,11 +26,8 @@ fn stdout(o: &Output) -> String {
     String::from_utf8(o.stdout.clone()).expect("utf-8 stdout")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pcapsleuth-ci-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(name: &str) -> pcapsleuth_testkit::Scratch {
+    pcapsleuth_testkit::scratch(&format!("ci-{name}"))
 }
 
 const SYN_DROPS: &str = "fixtures/captures/syn-drops.pcap";
@@ -221,7 +218,6 @@ fn output_file_for_every_command() {
         std::fs::read(&cap).unwrap(),
         std::fs::read(repo_root().join(SYN_DROPS)).unwrap()
     );
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -336,7 +332,6 @@ fn junit_validates_against_the_xsd_and_reads_in_junitparser() {
         failures, warn_or_worse,
         "one failure per finding at or above warning"
     );
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -429,13 +424,11 @@ fn shards_partition_and_merge_back_to_the_whole() {
         run(&["analyze", "--shard", "3/2", FIXTURES]).status.code(),
         Some(2)
     );
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
 fn repeated_findings_are_grouped_in_text() {
     // Three connections of one client to one unreachable service.
-    let d = scratch("group");
     let j = json(&run(&["analyze", "--format", "json", SYN_DROPS]));
     let n = j["captures"][0]["findings"].as_array().unwrap().len();
     let text = stdout(&run(&["analyze", SYN_DROPS]));
@@ -446,7 +439,6 @@ fn repeated_findings_are_grouped_in_text() {
         "{text}"
     );
     assert!(text.contains("        remedy: "));
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -512,7 +504,6 @@ fn parquet_reads_back_with_pyarrow() {
         .map(|f| serde_json::json!([f["tcp_stream"], f["community_id"], f["state"], f["packets"]]))
         .collect();
     assert_eq!(back["flows"].as_array().unwrap(), &want);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// The `pcapsleuth` commands of the README's "Using `check` in CI" section,
@@ -592,5 +583,4 @@ fn readme_ci_examples_run() {
         &script,
         &[&d.join("pcapsleuth-junit.xml"), &d.join("junit-1.xml")],
     );
-    let _ = std::fs::remove_dir_all(&d);
 }

@@ -26,11 +26,8 @@ fn stdout(o: &Output) -> String {
 const SYN_DROPS: &str = "fixtures/captures/syn-drops.pcap";
 
 /// A scratch directory unique to this test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pcapsleuth-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(name: &str) -> pcapsleuth_testkit::Scratch {
+    pcapsleuth_testkit::scratch(&format!("cli-{name}"))
 }
 
 /// A valid pcap with a header and no packets (no findings).

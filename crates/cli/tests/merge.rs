@@ -175,8 +175,7 @@ fn frames_match_mergecap_output() {
         println!("SKIP: tshark or mergecap not installed");
         return;
     }
-    let d = std::env::temp_dir().join(format!("pcapsleuth-cli-merge-{}", std::process::id()));
-    let _ = std::fs::create_dir_all(&d);
+    let d = pcapsleuth_testkit::scratch("cli-merge");
     let merged = d.join("m.pcapng");
     let root = repo_root();
     let st = Command::new("mergecap")
@@ -249,7 +248,6 @@ fn frames_match_mergecap_output() {
         checked += 1;
     }
     assert!(checked >= 2);
-    let _ = std::fs::remove_dir_all(&d);
 }
 
 const MB: &str = "fixtures/captures/mss-blackhole.pcap";

@@ -28,11 +28,8 @@ fn stderr(o: &Output) -> String {
 }
 
 /// A scratch directory unique to this test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pcapsleuth-misuse-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+fn scratch(name: &str) -> pcapsleuth_testkit::Scratch {
+    pcapsleuth_testkit::scratch(&format!("misuse-{name}"))
 }
 
 fn s(p: &Path) -> &str {

@@ -184,3 +184,35 @@ pub fn tshark_fields(
     }
     Ok(t)
 }
+
+/// A scratch directory for one test, removed with everything in it when the
+/// value is dropped (also when the test fails and unwinds): tempfile's
+/// `TempDir`, named `pcapsleuth-{prefix}-XXXXXX` in the system temp dir.
+/// Dereferences to its [`Path`], so `dir.join("out.json")` works.
+#[derive(Debug)]
+pub struct Scratch(tempfile::TempDir);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// A new [`Scratch`] directory named after `prefix` (say `"cli-check0"`).
+///
+/// # Panics
+/// When the temp dir cannot be created (a test cannot go on without it).
+pub fn scratch(prefix: &str) -> Scratch {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("pcapsleuth-{prefix}-"))
+        .tempdir()
+        .expect("create a scratch directory");
+    Scratch(dir)
+}

@@ -183,8 +183,7 @@ fn merge_of_per_interface_files_finds_the_same_losses() {
         println!("SKIP: tshark not installed");
         return;
     }
-    let tmp = std::env::temp_dir().join(format!("xil-merge-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).unwrap();
+    let tmp = pcapsleuth_testkit::scratch("xil-merge");
     for cap in ["nat-drop.pcapng", "dns-timeout.node.pcapng"] {
         let src = dir.join(cap);
         let parts: Vec<PathBuf> = (0..2)
@@ -215,5 +214,4 @@ fn merge_of_per_interface_files_finds_the_same_losses() {
             assert!(losses(&analyze_path(p, &AnalyzeOptions::default()).findings).is_empty());
         }
     }
-    let _ = std::fs::remove_dir_all(&tmp);
 }

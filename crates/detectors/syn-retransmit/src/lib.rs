@@ -306,6 +306,11 @@ impl SynRetransmit {
             return;
         };
         self.attempts.swap_remove(i);
+        // A burst of handshakes in flight at once (200,000 SYN/ACKs before
+        // their ACKs) leaves the list mostly empty: give the room back.
+        if self.attempts.capacity() > 1024 && self.attempts.len() < self.attempts.capacity() / 4 {
+            self.attempts.shrink_to(self.attempts.capacity() / 2);
+        }
         self.done.push(d);
         if let Some(slot) = self.live_slot(stream) {
             *slot = Live::Done(at);
