@@ -488,12 +488,7 @@ impl StallLedger {
     /// [`StallLedger::finish`] (its recent segments dropped).
     fn conclude(&mut self, mut st: StreamState) -> Option<StreamState> {
         let max = self.cfg.max_entries_per_stream;
-        if let Some(p) = st.pending.take() {
-            if let Some((dir, cause, evd)) = resolve(&st, &p, None) {
-                let e = entry(&st, dir, cause, (p.start, p.end), evd);
-                rollup::push(&mut st, e, max);
-            }
-        }
+        settle(&mut st, None, max);
         st.rto_check = None;
         let thr = threshold(&self.cfg, &st);
         let never = Mark {
@@ -548,12 +543,7 @@ impl StallLedger {
                 s @ Slot::Syn { .. } => match syn_state(id, &s, &self.rollup) {
                     // Parked by `on_flow_ended`: as `open_at_end` above.
                     Some(mut st) if is_ended_syn(&s) => {
-                        if let Some(p) = st.pending.take() {
-                            if let Some((dir, cause, evd)) = resolve(&st, &p, None) {
-                                let e = entry(&st, dir, cause, (p.start, p.end), evd);
-                                rollup::push(&mut st, e, max);
-                            }
-                        }
+                        settle(&mut st, None, max);
                         st.rto_check = None;
                         park(&mut st);
                         self.close_at_end(st);
@@ -564,12 +554,7 @@ impl StallLedger {
                 },
                 _ => continue,
             };
-            if let Some(p) = st.pending.take() {
-                if let Some((dir, cause, evd)) = resolve(&st, &p, None) {
-                    let e = entry(&st, dir, cause, (p.start, p.end), evd);
-                    rollup::push(&mut st, e, max);
-                }
-            }
+            settle(&mut st, None, max);
             self.close_at_end(st);
         }
         self.rollup.report(self.cfg.min_stall_ns)
@@ -584,6 +569,18 @@ impl StallLedger {
             }
         }
         self.rollup.stream(st, self.cfg.keep_streams);
+    }
+}
+
+/// Close the wait `st`'s last segment left pending, classified by `seg`
+/// (the segment that ended it) or, without one, as the end of the stream's
+/// segments; its entry goes to the stream's output (at most `max` kept).
+fn settle(st: &mut StreamState, seg: Option<&SegmentEvent>, max: usize) {
+    if let Some(p) = st.pending.take() {
+        if let Some((dir, cause, evd)) = resolve(st, &p, seg) {
+            let e = entry(st, dir, cause, (p.start, p.end), evd);
+            rollup::push(st, e, max);
+        }
     }
 }
 
@@ -662,12 +659,7 @@ fn syn_state(id: StreamId, slot: &Slot, rollup: &Rollup) -> Option<StreamState> 
 /// is done (reset, or both FINs acknowledged, nothing left to decide).
 fn segment(cfg: &LedgerConfig, st: &mut StreamState, seg: &SegmentEvent) -> bool {
     let max = cfg.max_entries_per_stream;
-    if let Some(p) = st.pending.take() {
-        if let Some((dir, cause, evd)) = resolve(st, &p, Some(seg)) {
-            let e = entry(st, dir, cause, (p.start, p.end), evd);
-            rollup::push(st, e, max);
-        }
-    }
+    settle(st, Some(seg), max);
     if let Some(c) = st.rto_check.take() {
         check_crossed_rto(st, c, seg);
     }
