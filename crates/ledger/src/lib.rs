@@ -433,27 +433,11 @@ impl StallLedger {
         match (syn, slot) {
             // A lone SYN still waiting: its compact slot says all the parked
             // state would (`syn_state`), in 48 bytes.
-            (
-                Some(Slot::Syn {
-                    ts,
-                    frame,
-                    client,
-                    server,
-                    mss,
-                    window_raw,
-                    bits,
-                }),
-                Some(slot @ Slot::Ended { .. }),
-            ) => {
-                *slot = Slot::Syn {
-                    ts,
-                    frame,
-                    client,
-                    server,
-                    mss,
-                    window_raw,
-                    bits: bits | SYN_ENDED,
-                };
+            (Some(mut syn @ Slot::Syn { .. }), Some(slot @ Slot::Ended { .. })) => {
+                if let Slot::Syn { bits, .. } = &mut syn {
+                    *bits |= SYN_ENDED;
+                }
+                *slot = syn;
             }
             _ => self.open_at_end.push(parked),
         }
