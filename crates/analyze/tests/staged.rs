@@ -32,8 +32,10 @@ fn opts(threads: usize) -> AnalyzeOptions {
 }
 
 /// Every fixture and lab capture, and a copy of the largest cut in the
-/// middle of a record (a read that ends early).
-fn corpus() -> Vec<PathBuf> {
+/// middle of a record (a read that ends early), written in a scratch
+/// directory of the caller's own (tests run in parallel), removed when the
+/// returned guard is dropped.
+fn corpus() -> (pcapsleuth_testkit::Scratch, Vec<PathBuf>) {
     let mut paths = captures_under(&fixtures_dir());
     if let Some(shared) = shared_dir() {
         paths.extend(captures_under(&shared.join("lab")));
@@ -45,9 +47,9 @@ fn corpus() -> Vec<PathBuf> {
         .cloned()
         .expect("fixture captures exist");
     let bytes = std::fs::read(&largest).expect("read capture");
-    let cut = std::env::temp_dir().join(format!(
-        "pcapsleuth-staged-cut-{}.{}",
-        std::process::id(),
+    let dir = pcapsleuth_testkit::scratch("staged-cut");
+    let cut = dir.join(format!(
+        "cut.{}",
         largest
             .extension()
             .and_then(|e| e.to_str())
@@ -55,12 +57,12 @@ fn corpus() -> Vec<PathBuf> {
     ));
     std::fs::write(&cut, &bytes[..bytes.len() * 2 / 3 + 7]).expect("write cut capture");
     paths.push(cut);
-    paths
+    (dir, paths)
 }
 
 #[test]
 fn staged_output_is_byte_identical_to_single_thread() {
-    let paths = corpus();
+    let (_dir, paths) = corpus();
     let run = |threads: usize| -> Vec<CaptureReport> {
         paths
             .iter()
@@ -91,7 +93,6 @@ fn staged_output_is_byte_identical_to_single_thread() {
             staged.bytes().zip(single.bytes()).position(|(a, b)| a != b)
         );
     }
-    let _ = std::fs::remove_file(paths.last().expect("cut capture"));
 }
 
 #[test]
@@ -205,14 +206,15 @@ fn a_panicking_detector_ends_a_staged_run_with_that_panic() {
 /// thread or several.
 #[test]
 fn findings_do_not_depend_on_the_flow_detail_kept() {
+    let (_dir, paths) = corpus();
     for threads in [1, 2] {
-        for path in corpus() {
+        for path in &paths {
             let lean = AnalyzeOptions {
                 with_flows: false,
                 ..opts(threads)
             };
-            let got = analyze_path(&path, &lean);
-            let mut want = analyze_path(&path, &opts(threads));
+            let got = analyze_path(path, &lean);
+            let mut want = analyze_path(path, &opts(threads));
             assert!(got.flows.is_empty());
             want.flows.clear();
             assert_eq!(

@@ -46,7 +46,7 @@ impl Peer {
     /// The end of `stream` that sends the segments travelling in `dir`.
     pub fn sender_of(ctx: &FinishContext, stream: StreamId, dir: Direction) -> Peer {
         let role = Role::sender_of(dir);
-        let endpoint = ctx.streams.get(&stream).map(|&(c, s)| match role {
+        let endpoint = ctx.streams.get(&stream).map(|(c, s)| match role {
             Role::Client => c,
             Role::Server => s,
         });

@@ -337,7 +337,7 @@ impl MssBlackhole {
         // Largest IP datagram acknowledged per (src addr, dst addr), across flows.
         let mut pair_lower: HashMap<(IpAddr, IpAddr), u32> = HashMap::new();
         for (stream, di, ip) in acked_ip {
-            if let Some(&(c, s)) = ctx.streams.get(&stream) {
+            if let Some((c, s)) = ctx.streams.get(&stream) {
                 let (src, dst) = if di == 0 {
                     (c.addr, s.addr)
                 } else {
@@ -378,7 +378,7 @@ impl MssBlackhole {
             .map(|r| r.record.payload_len)
             .min()
             .unwrap_or(0);
-        let ends = ctx.streams.get(&stream).copied();
+        let ends = ctx.streams.get(&stream);
         let v6 = ends.is_some_and(|(c, _)| c.addr.is_ipv6());
         // Every IPv4 path carries 576-byte datagrams (RFC 791, RFC 1122
         // 3.3.3) and every IPv6 path 1280 (RFC 8200 section 5): smaller losses are not an MTU limit.

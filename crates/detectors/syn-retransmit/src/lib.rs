@@ -499,7 +499,7 @@ impl SynRetransmit {
     /// The (client, server) endpoints of attempt `a`, the client being the
     /// SYN's sender.
     fn server_of(&self, a: &Attempt, ctx: &FinishContext) -> Option<(Endpoint, Endpoint)> {
-        let (c, s) = ctx.streams.get(&a.stream).copied()?;
+        let (c, s) = ctx.streams.get(&a.stream)?;
         Some(if a.syn_dir == Direction::ClientToServer {
             (c, s)
         } else {

@@ -210,7 +210,7 @@ fn peer(ctx: &FinishContext, stream: StreamId, dir: Direction) -> String {
     let addr = ctx
         .streams
         .get(&stream)
-        .map(|&(c, s)| if client { c } else { s });
+        .map(|(c, s)| if client { c } else { s });
     match addr {
         Some(e) => match e.addr {
             IpAddr::V4(a) => format!("{role} {a}:{}", e.port),
