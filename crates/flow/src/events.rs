@@ -363,9 +363,11 @@ pub enum FlowEndReason {
 /// live). Its summary is kept; every consumer must now conclude what it
 /// needs from the stream and drop its per-stream state, so memory stays
 /// O(active flows). A later packet of the same conversation that Wireshark
-/// would put in the same `tcp.stream` keeps that id but starts from fresh
-/// state (no second [`FlowStarted`]): consumers must accept segments of a
-/// stream they dropped. The only other event of a retired stream is, at the
+/// would put in the same `tcp.stream` keeps that id but starts consumers'
+/// state afresh (no second [`FlowStarted`]): consumers must accept segments
+/// of a stream they dropped. (The flow table itself keeps a closed stream's
+/// exact state for [`crate::FlowConfig::closed_keep_ns`] after it ends, so
+/// such a packet's [`SegmentEvent`] fields are still exact.) The only other event of a retired stream is, at the
 /// end of the capture, the [`StallEvent`] ended by [`StallEnd::CaptureEnd`]
 /// of a stream retired idle or evicted while a direction had something
 /// pending (its silence lasted until the capture end, as for a live stream).

@@ -27,7 +27,7 @@
 //! the key lives in the record) and, while live, a 16-byte link in the
 //! activity lists (`table/lru.rs`). The record itself is one of:
 //! - **one packet** (or none: created by an ICMP error's quote): the raw
-//!   fields of that packet, 112 bytes, replayed through the same code when
+//!   fields of that packet, 104 bytes, replayed through the same code when
 //!   the stream is needed again (`table/compact.rs`). An idle one-SYN stream
 //!   costs about 150 bytes in all (164 measured over 200 000 SYNs, vector
 //!   growth slack included), live or retired;
@@ -53,7 +53,12 @@
 //!   [`FlowConfig::idle_timeout_ns`], or evicted at [`FlowConfig::max_flows`]):
 //!   the summary facts and a tombstone (endpoints, Wireshark's `base_seq`s,
 //!   what was pending), about 400 bytes plus the sightings list. A late packet
-//!   revives it: same `tcp.stream`, fresh state, summary continued.
+//!   revives it: same `tcp.stream`, fresh state, summary continued. A closed
+//!   stream that ends (5 s quiet by default, Zeek's `tcp_close_delay`) is
+//!   first only **ended**: consumers got its `FlowEnded` and dropped their
+//!   state, but the table keeps its closed record until
+//!   [`FlowConfig::closed_keep_ns`] (120 s, `TCP_RTO_MAX`), so a stray FIN or
+//!   data retransmission is still analysed exactly, as Wireshark does.
 //!
 //! [`FlowTable::stats`] counts live, peak live, retired and evicted streams.
 

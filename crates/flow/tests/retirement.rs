@@ -1,8 +1,9 @@
 //! Retirement of streams from the flow table ([`FlowEvent::FlowEnded`]):
 //! closed then quiet, idle, evicted at the cap (least recently active
-//! first); a late packet revives a retired stream with its `tcp.stream` and
-//! continues its summary; nothing is retired by `finish`; and the memory of
-//! an idle one-SYN stream is bounded.
+//! first); an ended closed stream keeps its exact state for stray packets
+//! until `closed_keep_ns`; a late packet revives a retired stream with its
+//! `tcp.stream` and continues its summary; nothing is retired by `finish`;
+//! and the memory of an idle one-SYN stream is bounded.
 
 use pcapsleuth_core::{FrameNo, InterfaceId, SeqNum, StreamId, Timestamp};
 use pcapsleuth_decode::{
@@ -110,6 +111,13 @@ impl H {
             .collect()
     }
 
+    fn segment(&self) -> Option<pcapsleuth_flow::SegmentEvent> {
+        self.events.iter().find_map(|e| match e {
+            FlowEvent::Segment(s) => Some(*s),
+            _ => None,
+        })
+    }
+
     fn started(&self) -> usize {
         self.events
             .iter()
@@ -157,6 +165,93 @@ fn closed_stream_is_retired_after_the_quiet_time() {
     assert_eq!(sums[0].packets, 4);
     assert_eq!(sums[0].state, ConnState::RSTO);
     assert_eq!(sums[0].handshake_rtt_ms, Some(0.002));
+}
+
+/// Stream 0 (client 1): handshake, 100 bytes from the client that the
+/// server acknowledges, then the client's RST at 5 µs.
+fn reset_after_data(h: &mut H) {
+    h.send(1, true, 0, 100, 0, S, 0);
+    h.send(1, false, 1_000, 500, 101, S | AK, 0);
+    h.send(1, true, 2_000, 101, 501, AK, 0);
+    h.send(1, true, 3_000, 101, 501, AK, 100);
+    h.send(1, false, 4_000, 501, 201, AK, 0);
+    h.send(1, true, 5_000, 201, 501, R | AK, 0);
+}
+
+#[test]
+fn an_ended_closed_stream_keeps_its_exact_state_for_stray_packets_until_closed_keep() {
+    let mut h = H::new(FlowConfig {
+        closed_keep_ns: 100 * SEC,
+        ..cfg()
+    });
+    reset_after_data(&mut h);
+    // Quiet for 10 s: ended for consumers (FlowEnded), no longer live.
+    h.send(2, true, 5_001 + 10 * SEC, 7, 0, S, 0);
+    assert_eq!(h.ended().len(), 1);
+    assert_eq!(h.ended()[0].reason, FlowEndReason::Closed);
+    assert_eq!(
+        (h.table.stats().live, h.table.stats().retired_closed),
+        (1, 1)
+    );
+    // A stray copy of the data segment 20 s later: the kept state knows
+    // those bytes were sent, so it is a retransmission, as Wireshark says
+    // (a fresh state would take it for new data).
+    let id = h.send(1, true, 20 * SEC, 101, 501, AK, 100);
+    assert_eq!(id, Some(0));
+    assert_eq!(h.started(), 0, "no second FlowStarted");
+    let seg = h.segment().expect("segment event");
+    assert!(seg.wireshark.retransmission, "{:?}", seg.wireshark);
+    assert_eq!(seg.rel_seq, 1);
+    let st = h.table.stats();
+    assert_eq!((st.live, st.revived), (2, 1));
+    // Quiet again: ended again.
+    h.send(2, true, 31 * SEC, 7, 0, AK, 0);
+    assert_eq!(h.ended().len(), 1);
+    assert_eq!(h.ended()[0].stream, StreamId(0));
+    assert_eq!(h.ended()[0].last_frame, FrameNo(8));
+    // 100 s after its last packet the state goes, with no event; the
+    // summary is the same before and after.
+    let before = h.table.summaries()[0].clone();
+    h.send(2, true, 119 * SEC, 7, 0, AK, 0);
+    assert!(h.ended().is_empty());
+    let kept = h.table.approx_heap_bytes();
+    h.send(2, true, 120 * SEC + 1, 7, 0, AK, 0);
+    assert!(h.ended().is_empty(), "already ended: compacted silently");
+    let compacted = h.table.approx_heap_bytes();
+    assert!(compacted + 500 < kept, "{kept} -> {compacted} bytes");
+    assert_eq!(h.table.summaries()[0], before);
+    // Later still: a revived stream with fresh state (the old behaviour).
+    h.send(1, true, 121 * SEC, 101, 501, AK, 100);
+    let seg = h.segment().expect("segment event");
+    assert!(!seg.wireshark.retransmission);
+    assert_eq!(h.table.stats().revived, 2);
+}
+
+#[test]
+fn at_the_cap_ended_streams_kept_for_stray_packets_go_first_and_silently() {
+    let mut h = H::new(FlowConfig {
+        max_flows: 2,
+        ..cfg()
+    });
+    reset_after_data(&mut h);
+    h.send(2, true, 6_000, 7, 0, S, 0);
+    h.send(2, true, 5_001 + 10 * SEC, 7, 0, AK, 0);
+    assert_eq!(h.ended().len(), 1, "stream 0 ended");
+    // A third stream fits: one live plus one kept is at the cap, and the
+    // kept one is compacted without an event or an eviction.
+    h.send(3, true, 11 * SEC, 9, 0, S, 0);
+    assert!(h.ended().is_empty());
+    let st = h.table.stats();
+    assert_eq!((st.live, st.evicted), (2, 0));
+    // So a stray copy of stream 0's data finds only its tombstone (fresh
+    // state: not a retransmission), and reviving it evicts the least
+    // recently active live stream.
+    h.send(1, true, 12 * SEC, 101, 501, AK, 100);
+    let seg = h.segment().expect("segment event");
+    assert!(!seg.wireshark.retransmission, "stream 0 was compacted");
+    assert_eq!(h.ended().len(), 1);
+    assert_eq!(h.ended()[0].reason, FlowEndReason::Evicted);
+    assert_eq!(h.ended()[0].stream, StreamId(1));
 }
 
 #[test]
@@ -290,7 +385,7 @@ fn finish_retires_nothing_and_one_syn_streams_stay_small() {
     }
     let per = table.approx_heap_bytes() / N as usize;
     println!("{N} one-SYN streams: {per} B/stream");
-    // 112-byte record + 16-byte slot + 16-byte activity link + 8-byte index
+    // 104-byte record + 16-byte slot + 16-byte activity link + 8-byte index
     // bucket, the vectors at up to twice their length (measured 177 at 20 k, 164 at 200 k).
     assert!(per <= 180, "{per} bytes per one-SYN stream");
     // A last frame (not IP) 160 ms after the first SYN ends the capture.

@@ -1,7 +1,7 @@
 //! Compact forms of a `tcp.stream` record (see the memory model in `lib.rs`):
 //!
 //! - [`FirstPkt`]: a stream that saw one packet (or none: created by an ICMP
-//!   error's quote) is kept as the raw fields of that packet, 112 bytes, and
+//!   error's quote) is kept as the raw fields of that packet, 104 bytes, and
 //!   rebuilt on demand by replaying it through the same code
 //!   ([`replay`]): the state after one packet is a pure function of the
 //!   packet, so the rebuilt record equals the one that was dropped. A SYN
@@ -40,7 +40,8 @@ const REPLACED: u16 = 1 << 12;
 const EMPTY: u16 = 1 << 13;
 
 /// A stream that saw at most one packet, as that packet's raw fields
-/// (112 bytes on x86-64; see the module documentation).
+/// (104 bytes on x86-64, a 112-byte heap chunk with glibc's 8-byte header;
+/// see the module documentation).
 #[derive(Debug, Clone)]
 pub(super) struct FirstPkt {
     pub(super) client: Endpoint,
@@ -49,10 +50,10 @@ pub(super) struct FirstPkt {
     ts: Timestamp,
     seq: u32,
     ack: u32,
-    total_len: u32,
-    payload_len: u32,
-    ip_id: u32,
-    interface: u32,
+    total_len: u16,
+    payload_len: u16,
+    ip_id: u16,
+    interface: u16,
     sll_ifindex: u32,
     tsval: u32,
     tsecr: u32,
@@ -91,6 +92,12 @@ impl FirstPkt {
             );
         let tcp_header_len = u8::try_from(seg.header_len).ok()?;
         let ip_header_len = u16::try_from(ip.header_len).ok()?;
+        // 16-bit fields keep the record at 104 bytes (a 112-byte allocation);
+        // a packet whose values do not fit stays a full record.
+        let total_len = u16::try_from(ip.total_len).ok()?;
+        let payload_len = u16::try_from(seg.payload_len).ok()?;
+        let ip_id = u16::try_from(ip.ip_id.unwrap_or(0)).ok()?;
+        let interface = u16::try_from(meta.interface.0).ok()?;
         if !fits {
             return None;
         }
@@ -115,10 +122,10 @@ impl FirstPkt {
             ts: meta.ts,
             seq: seg.seq.0,
             ack: seg.ack.0,
-            total_len: ip.total_len,
-            payload_len: seg.payload_len,
-            ip_id: ip.ip_id.unwrap_or(0),
-            interface: meta.interface.0,
+            total_len,
+            payload_len,
+            ip_id,
+            interface,
             sll_ifindex: s.sight.sll_ifindex.unwrap_or(0),
             tsval,
             tsecr,
@@ -144,7 +151,10 @@ impl FirstPkt {
             && st.acc.first_frame == meta.frame
             && st.last_ts.is_none()
             && st.ws_base == [None, None];
-        fits.then_some(FirstPkt {
+        if !fits {
+            return None;
+        }
+        Some(FirstPkt {
             client: st.client,
             server: st.server,
             frame: meta.frame,
@@ -154,7 +164,7 @@ impl FirstPkt {
             total_len: 0,
             payload_len: 0,
             ip_id: 0,
-            interface: meta.interface.0,
+            interface: u16::try_from(meta.interface.0).ok()?,
             sll_ifindex: 0,
             tsval: 0,
             tsecr: 0,
@@ -213,10 +223,10 @@ impl FirstPkt {
     /// `stream_ids::note_bases` sets it (never a fragment here).
     pub(super) fn ws_base(&self) -> [Option<SeqNum>; 2] {
         let mut b = [None; 2];
-        if self.has(EMPTY) || u32::from(self.ip_header_len) > self.total_len {
+        if self.has(EMPTY) || self.ip_header_len > self.total_len {
             return b;
         }
-        if self.total_len - u32::from(self.ip_header_len) < u32::from(self.tcp_header_len) {
+        if self.total_len - self.ip_header_len < u16::from(self.tcp_header_len) {
             return b;
         }
         let f = TcpFlags(self.flags);
@@ -249,7 +259,7 @@ pub(super) fn replay(
     let meta = PacketMeta {
         frame: rec.frame,
         ts: rec.ts,
-        interface: InterfaceId(rec.interface),
+        interface: InterfaceId(u32::from(rec.interface)),
     };
     let mut st = Stream::new(id, rec.client, rec.server, &meta);
     if !rec.has(EMPTY) {
@@ -267,8 +277,8 @@ pub(super) fn replay(
             src: src.addr,
             dst: dst.addr,
             ttl: rec.ttl,
-            ip_id: rec.opt(HAS_IP_ID, rec.ip_id),
-            total_len: rec.total_len,
+            ip_id: rec.opt(HAS_IP_ID, u32::from(rec.ip_id)),
+            total_len: u32::from(rec.total_len),
             header_len: u32::from(rec.ip_header_len),
             protocol: pcapsleuth_core::ip_protocol::TCP,
             dont_fragment: rec.has(DF),
@@ -283,7 +293,7 @@ pub(super) fn replay(
             window: rec.window,
             urgent: 0,
             header_len: u32::from(rec.tcp_header_len),
-            payload_len: rec.payload_len,
+            payload_len: u32::from(rec.payload_len),
             payload: &[],
             options: TcpOptions {
                 mss: rec.opt(HAS_MSS, rec.mss),
@@ -295,7 +305,7 @@ pub(super) fn replay(
             },
         };
         let sight = SightKey {
-            interface: InterfaceId(rec.interface),
+            interface: InterfaceId(u32::from(rec.interface)),
             vlans: rec.vlans,
             vlan_count: rec.vlan_count,
             sll_ifindex: rec.opt(HAS_SLL_IF, rec.sll_ifindex),
@@ -528,7 +538,7 @@ mod tests {
     /// `lib.rs`): a one-packet stream is the table's per-flow floor.
     #[test]
     fn compact_records_stay_small() {
-        assert!(std::mem::size_of::<FirstPkt>() <= 112);
+        assert!(std::mem::size_of::<FirstPkt>() == 104);
         let r = std::mem::size_of::<Retired>();
         assert!(r <= 400, "Retired is {r} bytes");
         println!("FirstPkt {}, Retired {r}", std::mem::size_of::<FirstPkt>());

@@ -1,7 +1,9 @@
-//! Live streams in order of last activity, for retirement in amortised O(1).
+//! Streams in order of last activity, for retirement in amortised O(1).
 //!
-//! Two intrusive doubly linked lists over the stream indices: open streams
-//! and closed ones (RST seen, both FINs acknowledged, or replaced). A packet
+//! Three intrusive doubly linked lists over the stream indices: live open
+//! streams, live closed ones (RST seen, both FINs acknowledged, or replaced),
+//! and ended ones whose full state is still kept for stray packets
+//! (`retire.rs`). A packet
 //! moves its stream to the back of its list with the capture clock (the
 //! largest timestamp seen so far, which never goes backwards), so each list
 //! stays sorted by last activity: the fronts are the only candidates for the
@@ -14,6 +16,11 @@ const NIL: u32 = u32::MAX;
 pub(super) const OPEN: usize = 0;
 /// The closed list.
 pub(super) const CLOSED: usize = 1;
+/// The ended list: closed streams already announced ended
+/// ([`crate::FlowEnded`]) whose full state is kept for stray packets.
+pub(super) const ENDED: usize = 2;
+/// Number of lists.
+const LISTS: usize = 3;
 
 #[derive(Debug, Clone, Copy)]
 struct Link {
@@ -33,19 +40,19 @@ impl Default for Link {
     }
 }
 
-/// The two lists (see the module documentation).
+/// The three lists (see the module documentation).
 #[derive(Debug)]
 pub(super) struct Lru {
     links: Vec<Link>,
-    /// (head, tail) of the open and the closed list.
-    ends: [(u32, u32); 2],
+    /// (head, tail) of the open, the closed and the ended list.
+    ends: [(u32, u32); LISTS],
 }
 
 impl Default for Lru {
     fn default() -> Self {
         Lru {
             links: Vec::new(),
-            ends: [(NIL, NIL); 2],
+            ends: [(NIL, NIL); LISTS],
         }
     }
 }
@@ -63,7 +70,7 @@ impl Lru {
         };
         let me = idx as u32;
         let ends = self.ends;
-        let list = (0..2).find(|&k| ends[k].0 == me || ends[k].1 == me);
+        let list = (0..LISTS).find(|&k| ends[k].0 == me || ends[k].1 == me);
         if l.prev == NIL && l.next == NIL && list.is_none() {
             return;
         }
@@ -116,9 +123,16 @@ impl Lru {
     }
 
     /// Activity of `idx` (capture clock at its last packet), ns.
-    #[cfg(test)]
     pub(super) fn activity(&self, idx: usize) -> Option<i64> {
         self.links.get(idx).map(|l| l.act)
+    }
+
+    /// Move `idx` to the back of `list` keeping its activity: for a stream
+    /// taken from the front of another list in activity order, which keeps
+    /// `list` sorted.
+    pub(super) fn move_to(&mut self, idx: usize, list: usize) {
+        let act = self.activity(idx).unwrap_or(0);
+        self.touch(idx, list, act);
     }
 
     /// The least recently active stream of `list` and its activity.
@@ -127,7 +141,7 @@ impl Lru {
         (h != NIL).then(|| (h as usize, self.links[h as usize].act))
     }
 
-    /// The least recently active stream of both lists.
+    /// The least recently active live stream (of the open and closed lists).
     pub(super) fn oldest(&self) -> Option<usize> {
         match (self.front(OPEN), self.front(CLOSED)) {
             (Some(a), Some(b)) => Some(if b.1 < a.1 { b.0 } else { a.0 }),
@@ -164,5 +178,24 @@ mod tests {
         l.touch(1, OPEN, 60);
         assert_eq!(l.front(OPEN), Some((1, 60)));
         assert_eq!(l.activity(1), Some(60));
+    }
+
+    #[test]
+    fn ended_streams_keep_their_activity_and_are_never_the_oldest_live() {
+        let mut l = Lru::default();
+        l.touch(0, CLOSED, 10);
+        l.touch(1, CLOSED, 20);
+        l.touch(2, OPEN, 30);
+        l.move_to(0, ENDED);
+        l.move_to(1, ENDED);
+        assert_eq!(l.front(CLOSED), None);
+        assert_eq!(l.front(ENDED), Some((0, 10)));
+        assert_eq!(l.oldest(), Some(2));
+        // A stray packet takes it back out (to a live list).
+        l.touch(0, CLOSED, 40);
+        assert_eq!(l.front(ENDED), Some((1, 20)));
+        assert_eq!(l.front(CLOSED), Some((0, 40)));
+        l.remove(1);
+        assert_eq!(l.front(ENDED), None);
     }
 }

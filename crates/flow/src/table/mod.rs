@@ -73,12 +73,26 @@ pub struct FlowConfig {
     /// report says how many were. `usize::MAX`: no cap.
     pub max_flows: usize,
     /// Capture time a closed stream (RST, or both FINs acknowledged) stays
-    /// live for stray retransmissions before it is retired, ns. Default
-    /// 120 s: Linux `TCP_RTO_MAX`, the longest a peer's FIN or data
-    /// retransmission can still trail the close (and twice Linux's
-    /// `TCP_TIMEWAIT_LEN`, 60 s, during which the 4-tuple is not reused).
-    /// A packet after it revives the stream with fresh state.
+    /// live before it ends ([`crate::FlowEnded`] with
+    /// [`crate::FlowEndReason::Closed`]: consumers conclude it and drop their
+    /// state), ns. Default 5 s: Zeek's `tcp_close_delay` and
+    /// `tcp_reset_delay`, after which Zeek flushes a closed connection. A
+    /// packet after it revives the stream for consumers (fresh consumer
+    /// state, no second `FlowStarted`); the table's own state is still exact
+    /// until [`FlowConfig::closed_keep_ns`].
     pub closed_quiet_ns: i64,
+    /// Capture time since its last packet that the table keeps an ended
+    /// closed stream's full state, ns, so a stray packet (a FIN or data
+    /// retransmission, a late ACK or RST) gets the same `tcp.analysis`
+    /// flags, sequence bookkeeping and duplicate sightings as Wireshark gives
+    /// it; then only the summary and the tombstone are kept, and a later
+    /// packet restarts the table's state too. Default 120 s: Linux
+    /// `TCP_RTO_MAX`, the longest a peer's retransmission can trail the
+    /// close (and twice Linux's `TCP_TIMEWAIT_LEN`, 60 s, during which the
+    /// 4-tuple is not reused). At or below `closed_quiet_ns`: the state goes
+    /// when the stream ends. Streams kept this way count against
+    /// [`FlowConfig::max_flows`] and are the first to go at the cap.
+    pub closed_keep_ns: i64,
     /// Capture time without a packet after which an open stream is retired,
     /// ns. Default 1 h: far above Linux `TCP_RTO_MAX` (120 s), so no pending
     /// RTO/probe0 timer is cut short, and below the first keep-alive probe
@@ -95,7 +109,8 @@ impl Default for FlowConfig {
             stall_threshold_ns: 150_000_000,
             duplicate_window_ns: 10_000_000,
             max_flows: 1_000_000,
-            closed_quiet_ns: 120_000_000_000,
+            closed_quiet_ns: 5_000_000_000,
+            closed_keep_ns: 120_000_000_000,
             idle_timeout_ns: 3_600_000_000_000,
         }
     }
@@ -125,7 +140,7 @@ pub struct FlowTableStats {
 /// One `tcp.stream` in the table, in one of three forms (`compact.rs`).
 #[derive(Debug)]
 enum Slot {
-    /// Full state (live, or revived).
+    /// Full state (live, revived, or ended and kept: `Stream::ended`).
     Full(Box<Stream>),
     /// At most one packet seen (live or retired): replayed on demand.
     First(Box<FirstPkt>),
@@ -165,10 +180,10 @@ impl Slot {
         }
     }
 
-    /// Live (not retired).
+    /// Live (not retired, not ended).
     fn live(&self) -> bool {
         match self {
-            Slot::Full(_) => true,
+            Slot::Full(s) => !s.ended,
             Slot::First(f) => !f.retired(),
             Slot::Retired(_) => false,
         }
@@ -197,6 +212,8 @@ pub struct FlowTable {
     /// Live streams by last activity (retirement).
     lru: lru::Lru,
     stats: FlowTableStats,
+    /// Ended streams whose full state is still kept (the ended list).
+    ended_kept: u64,
     /// Events of replayed packets (`compact::replay`), discarded.
     scratch: Vec<FlowEvent>,
     last_frame: FrameNo,

@@ -34,6 +34,9 @@ pub(super) struct Stream {
     pub(super) dups: SightingTable,
     /// RST seen, both FINs acked, or replaced by a newer stream: no stalls, buffers freed.
     pub(super) closed: bool,
+    /// Closed, quiet and announced ended ([`crate::FlowEnded`]), its full
+    /// state kept for stray packets ([`super::FlowConfig::closed_keep_ns`]).
+    pub(super) ended: bool,
     /// The retired record this stream continues (a late packet revived it):
     /// its summary is the retired one's continued by this one's.
     pub(super) revived: Option<Box<Retired>>,
@@ -68,6 +71,7 @@ impl Stream {
             last_frame: meta.frame,
             dups: SightingTable::default(),
             closed: false,
+            ended: false,
             revived: None,
         }
     }

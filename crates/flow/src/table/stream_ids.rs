@@ -106,6 +106,8 @@ impl FlowTable {
             .get(tag, |j| slots.get(j).is_some_and(|s| s.holds(&key)));
         if let Some(old) = old {
             let live = match self.slots.get_mut(old) {
+                // Ended (closed, kept for stray packets): stays on the ended list.
+                Some(Slot::Full(s)) if s.ended => false,
                 Some(Slot::Full(s)) => {
                     s.close();
                     s.analyzer.compact();
