@@ -138,16 +138,16 @@ fn quality_mut(q: &mut Option<Box<FlowQuality>>) -> &mut FlowQuality {
 }
 
 impl FlowState {
-    /// The state after one plain SYN (see [`FlowSlot::Syn`]) in direction
+    /// The state after one plain SYN (see [`Slot::Syn`]) in direction
     /// index `d` advertising `window` bytes: what [`track_sender`] leaves.
-    fn after_syn(d: usize, window: u32) -> FlowState {
+    fn after_syn(d: usize, window: u64) -> FlowState {
         let mut f = FlowState::default();
         if let Some(me) = f.dirs.get_mut(d) {
             me.packets = 1;
             me.syn = true;
             me.known = true;
             me.max_end = 1;
-            me.max_window = u64::from(window);
+            me.max_window = window;
         }
         f
     }
@@ -167,8 +167,8 @@ impl FlowState {
     }
 }
 
-/// Where the tracker keeps one TCP flow (16 bytes; a flow of one SYN holds
-/// nothing else).
+/// Where the tracker keeps one TCP flow: 4 bytes, and a flow of one SYN
+/// holds nothing else (a SYN scan's million streams cost 4 MB here).
 ///
 /// A flow the flow table retires ([`FlowEvent::FlowEnded`]) keeps its
 /// state: when the conversation comes back under the same `tcp.stream` (a
@@ -177,17 +177,69 @@ impl FlowState {
 /// been retired (starting afresh calls its first ACKs capture loss and a
 /// flow seen both ways one-sided: `reasm_crash_anon.pcapng`,
 /// `real-traffic-merged-ethernet.pcap`).
-#[derive(Debug, Default)]
-enum FlowSlot {
+///
+/// Packed in a `u32` ([`FlowSlot::get`] unpacks it): 0 for no segment yet,
+/// [`FlowSlot::SYN`] with the direction index in bit 16 and the raw window
+/// in the low 16 bits ([`FlowSlot::UNSCALED`]: times [`UNKNOWN_SCALE`]), or
+/// [`FlowSlot::FULL`] with an index into [`QualityTracker::states`].
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct FlowSlot(u32);
+
+/// A [`FlowSlot`] unpacked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
     /// No segment yet: clean.
-    #[default]
     Empty,
     /// One plain SYN (no ACK, RST or FIN, no payload, relative sequence 0,
     /// not another sighting) in direction index `dir`, advertising `window`
     /// bytes ([`FlowState::after_syn`]).
-    Syn { dir: u8, window: u32 },
-    /// Any other flow.
-    Full(Box<FlowState>),
+    Syn { dir: usize, window: u64 },
+    /// Any other flow: its index in [`QualityTracker::states`].
+    Full(usize),
+}
+
+impl FlowSlot {
+    const SYN: u32 = 1 << 17;
+    const UNSCALED: u32 = 1 << 18;
+    const FULL: u32 = 1 << 31;
+
+    fn get(self) -> Slot {
+        let v = self.0;
+        if v & Self::FULL != 0 {
+            Slot::Full((v & !Self::FULL) as usize)
+        } else if v & Self::SYN != 0 {
+            let raw = u64::from(v & 0xffff);
+            Slot::Syn {
+                dir: ((v >> 16) & 1) as usize,
+                window: if v & Self::UNSCALED != 0 {
+                    raw * UNKNOWN_SCALE
+                } else {
+                    raw
+                },
+            }
+        } else {
+            Slot::Empty
+        }
+    }
+
+    /// A plain SYN in direction index `dir` advertising `raw_window` bytes
+    /// (`unscaled`: times [`UNKNOWN_SCALE`]).
+    fn syn(dir: usize, raw_window: u16, unscaled: bool) -> FlowSlot {
+        FlowSlot(
+            Self::SYN
+                | (u32::from(dir == 1) << 16)
+                | u32::from(raw_window)
+                | if unscaled { Self::UNSCALED } else { 0 },
+        )
+    }
+
+    /// The full state at index `i`, if the index fits (below 2^31).
+    fn full(i: usize) -> Option<FlowSlot> {
+        u32::try_from(i)
+            .ok()
+            .filter(|i| i & Self::FULL == 0)
+            .map(|i| FlowSlot(i | Self::FULL))
+    }
 }
 
 /// One interface.
@@ -204,6 +256,9 @@ struct IfaceState {
 pub struct QualityTracker {
     /// Per `tcp.stream` (dense ids).
     flows: Vec<FlowSlot>,
+    /// The full states [`FlowSlot`]s point to, in the order they were made
+    /// (never removed: see [`FlowSlot`]).
+    states: Vec<FlowState>,
     ifaces: Vec<IfaceState>,
     /// Previous frame of the file: interface and timestamp.
     prev: Option<(InterfaceId, Timestamp)>,
@@ -363,47 +418,42 @@ impl QualityTracker {
 
     /// The full state of `stream` (made from its compact slot if need be).
     fn flow_mut(&mut self, stream: StreamId) -> Option<&mut FlowState> {
+        let next = self.states.len();
         let slot = self.slot_mut(stream)?;
-        let full = match slot {
-            FlowSlot::Full(_) => None,
-            FlowSlot::Empty => Some(FlowState::default()),
-            FlowSlot::Syn { dir, window } => Some(FlowState::after_syn(usize::from(*dir), *window)),
+        let made = match slot.get() {
+            Slot::Full(i) => return self.states.get_mut(i),
+            Slot::Empty => FlowState::default(),
+            Slot::Syn { dir, window } => FlowState::after_syn(dir, window),
         };
-        if let Some(f) = full {
-            *slot = FlowSlot::Full(Box::new(f));
+        *slot = FlowSlot::full(next)?;
+        if self.states.len() == self.states.capacity() {
+            // By a quarter: O(1) per flow, at most a fifth unused.
+            self.states.reserve_exact((self.states.len() / 4).max(4));
         }
-        let FlowSlot::Full(f) = slot else {
-            return None;
-        };
-        Some(f)
+        self.states.push(made);
+        self.states.last_mut()
     }
 
     /// Flows whose state is held now (one SYN or more seen).
     pub fn active_flows(&self) -> usize {
-        self.flows
-            .iter()
-            .filter(|f| matches!(f, FlowSlot::Syn { .. } | FlowSlot::Full(_)))
-            .count()
+        self.flows.iter().filter(|f| f.get() != Slot::Empty).count()
     }
 
     /// Heap bytes held for flows (the slot table and the states behind it).
     pub fn flow_bytes(&self) -> usize {
         self.flows.capacity() * std::mem::size_of::<FlowSlot>()
+            + self.states.capacity() * std::mem::size_of::<FlowState>()
             + self
-                .flows
+                .states
                 .iter()
-                .map(|f| match f {
-                    FlowSlot::Full(f) => {
-                        std::mem::size_of::<FlowState>()
-                            + f.quality
-                                .as_ref()
-                                .map_or(0, |_| std::mem::size_of::<FlowQuality>())
-                            + f.dirs
-                                .iter()
-                                .map(|d| d.gaps.capacity() * std::mem::size_of::<(i64, i64)>())
-                                .sum::<usize>()
-                    }
-                    _ => 0,
+                .map(|f| {
+                    f.quality
+                        .as_ref()
+                        .map_or(0, |_| std::mem::size_of::<FlowQuality>())
+                        + f.dirs
+                            .iter()
+                            .map(|d| d.gaps.capacity() * std::mem::size_of::<(i64, i64)>())
+                            .sum::<usize>()
                 })
                 .sum::<usize>()
     }
@@ -440,7 +490,7 @@ impl QualityTracker {
         }
         self.q.captured_payload_bytes += u64::from(s.payload_len);
         if let Some(slot) = self.slot_mut(s.stream) {
-            if matches!(slot, FlowSlot::Empty) {
+            if slot.get() == Slot::Empty {
                 if let Some(syn) = plain_syn(s) {
                     *slot = syn;
                     return;
@@ -477,11 +527,14 @@ impl QualityTracker {
     pub fn finish(mut self, interfaces: &[InterfaceInfo]) -> CaptureQuality {
         let mut q = std::mem::take(&mut self.q);
         q.tcp_flows = self.flows.len() as u64;
-        for (i, slot) in self.flows.iter_mut().enumerate() {
-            let fq = match slot {
-                FlowSlot::Full(f) => f.conclude(StreamId(i as u64)),
+        for (i, slot) in self.flows.iter().enumerate() {
+            let fq = match slot.get() {
+                Slot::Full(j) => match self.states.get(j) {
+                    Some(f) => f.conclude(StreamId(i as u64)),
+                    None => continue,
+                },
                 // Clean: no segment, or one SYN.
-                FlowSlot::Empty | FlowSlot::Syn { .. } => continue,
+                Slot::Empty | Slot::Syn { .. } => continue,
             };
             if fq.one_sided.is_some() {
                 q.one_sided_flows += 1;
@@ -542,19 +595,21 @@ impl QualityTracker {
 }
 
 /// The compact slot of `s` as a flow's first segment, when it is a plain
-/// SYN (see [`FlowSlot::Syn`]).
+/// SYN (see [`Slot::Syn`]).
 fn plain_syn(s: &SegmentEvent) -> Option<FlowSlot> {
     let f = s.flags;
     if !f.syn() || f.ack() || f.rst() || f.fin() || s.payload_len != 0 || s.rel_seq != 0 {
         return None;
     }
-    let window = s
-        .window_bytes
-        .unwrap_or(u64::from(s.window_raw) * UNKNOWN_SCALE);
-    Some(FlowSlot::Syn {
-        dir: dir_index(s.dir) as u8,
-        window: u32::try_from(window).ok()?,
-    })
+    // A SYN's window is never scaled (RFC 7323 §2.2), so it fits 16 bits;
+    // with no known scale it is the raw field times UNKNOWN_SCALE, as on any
+    // segment. Anything else is kept in full (the same state, made by
+    // `track_sender`).
+    let (window, unscaled) = match s.window_bytes {
+        None => (s.window_raw, true),
+        Some(w) => (u16::try_from(w).ok()?, false),
+    };
+    Some(FlowSlot::syn(dir_index(s.dir), window, unscaled))
 }
 
 /// Update the sender's sequence coverage with segment `s`: a segment past
@@ -945,7 +1000,7 @@ mod tests {
     }
 
     #[test]
-    fn a_one_syn_flow_costs_16_bytes() {
+    fn a_one_syn_flow_costs_4_bytes() {
         let mut t = QualityTracker::new();
         let n = 10_000u64;
         for i in 0..n {
@@ -954,7 +1009,7 @@ mod tests {
         assert_eq!(t.active_flows(), n as usize);
         let per = t.flow_bytes() as f64 / n as f64;
         println!("quality: {per:.1} bytes per one-SYN flow");
-        assert!(per <= 16.0 * 1.25, "{per}");
+        assert!(per <= 4.0 * 1.25, "{per}");
         // Seen again, the SYN's flow is what a full state would have made.
         t.on_events(&[seg(0, S2C, 0, 0, SYN | ACK, 1)]);
         assert_eq!(t.finish(&[]).one_sided_flows, 0);
@@ -982,11 +1037,44 @@ mod tests {
         assert_eq!(t.active_flows(), n as usize);
         let per = t.flow_bytes() as f64 / n as f64;
         println!("quality: {per:.1} bytes per clean open flow");
-        // A 16-byte slot and both directions' state; no facts allocated.
+        // A 4-byte slot and both directions' state; no
+        // facts allocated.
         assert!(per <= 160.0, "{per}");
         let q = t.finish(&[]);
         assert!(q.flows.is_empty(), "{:?}", q.flows);
         assert_eq!(q.tcp_flows, n);
+    }
+
+    #[test]
+    fn flow_slots_unpack_to_what_was_packed() {
+        let table = [
+            (FlowSlot::default(), Slot::Empty),
+            (FlowSlot::syn(0, 0, false), Slot::Syn { dir: 0, window: 0 }),
+            (
+                FlowSlot::syn(1, 65_535, false),
+                Slot::Syn {
+                    dir: 1,
+                    window: 65_535,
+                },
+            ),
+            (
+                FlowSlot::syn(1, 64_240, true),
+                Slot::Syn {
+                    dir: 1,
+                    window: 64_240 * UNKNOWN_SCALE,
+                },
+            ),
+            (FlowSlot::full(0).unwrap(), Slot::Full(0)),
+            (
+                FlowSlot::full((1 << 31) - 1).unwrap(),
+                Slot::Full((1 << 31) - 1),
+            ),
+        ];
+        for (packed, want) in table {
+            assert_eq!(packed.get(), want, "{packed:?}");
+        }
+        assert_eq!(FlowSlot::full(1 << 31), None);
+        assert_eq!(std::mem::size_of::<FlowSlot>(), 4);
     }
 
     #[test]

@@ -27,10 +27,10 @@
 //! the key lives in the record) and, while live, a 16-byte link in the
 //! activity lists (`table/lru.rs`). The record itself is one of:
 //! - **one packet** (or none: created by an ICMP error's quote): the raw
-//!   fields of that packet, 104 bytes, replayed through the same code when
-//!   the stream is needed again (`table/compact.rs`). An idle one-SYN stream
-//!   costs about 150 bytes in all (164 measured over 200 000 SYNs, vector
-//!   growth slack included), live or retired;
+//!   fields of that packet, 72 bytes when both ends are IPv4 (104 otherwise),
+//!   replayed through the same code when the stream is needed again
+//!   (`table/compact.rs`). An idle one-SYN IPv4 stream costs about 120 bytes
+//!   in all (vector growth slack included), live or retired;
 //! - **full state** (two packets or more): the boxed record, 1 216 bytes
 //!   inline (two endpoint states, the analyzer's Wireshark machine, summary
 //!   counters; our copy of the machine, boxed, only once duplicate sightings

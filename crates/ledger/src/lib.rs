@@ -88,8 +88,9 @@ impl Default for LedgerConfig {
 /// Where the ledger keeps one stream (indexed by `tcp.stream`).
 ///
 /// Most streams of a scan or a flood are one SYN and nothing else: such a
-/// stream is held in the 48 bytes of [`Slot::Syn`] (exactly what a
-/// [`StreamState`] would hold after that SYN) until a second segment comes.
+/// stream is held in the 32 bytes of [`Slot::Syn`] (exactly what a
+/// [`StreamState`] would hold after that SYN; an IPv6 client in a 48-byte
+/// box, [`Slot::Syn6`]) until a second segment comes.
 #[derive(Debug, Default)]
 enum Slot {
     /// Never seen (or retired so long ago that it was forgotten).
@@ -99,16 +100,14 @@ enum Slot {
     /// index of the rollup.
     Started { client: Endpoint, server: u32 },
     /// One plain SYN client → server (no ACK, RST, FIN or payload, relative
-    /// sequence 0, frame below 2^32). `bits`: [`SYN_HAS_MSS`], [`SYN_WINDOW_KNOWN`].
+    /// sequence 0, frame below 2^32) from an IPv4 client `addr`:`port`.
     Syn {
-        ts: Timestamp,
-        frame: u32,
-        client: Endpoint,
-        server: u32,
-        mss: u16,
-        window_raw: u16,
-        bits: u8,
+        syn: LoneSyn,
+        addr: [u8; 4],
+        port: u16,
     },
+    /// [`Slot::Syn`] from any other client (IPv6).
+    Syn6(Box<(LoneSyn, Endpoint)>),
     /// Any other live stream.
     Full(Box<StreamState>),
     /// Retired by the ledger (reset, or both FINs acknowledged): its late
@@ -119,6 +118,46 @@ enum Slot {
     Ended { client: Endpoint, server: u32 },
 }
 
+/// What a stream that saw one plain SYN holds besides its client
+/// ([`Slot::Syn`], [`Slot::Syn6`]). `bits`: [`SYN_HAS_MSS`],
+/// [`SYN_WINDOW_KNOWN`], [`SYN_ENDED`].
+#[derive(Debug, Clone, Copy)]
+struct LoneSyn {
+    ts: Timestamp,
+    frame: u32,
+    /// Service index of the rollup.
+    server: u32,
+    mss: u16,
+    window_raw: u16,
+    bits: u8,
+}
+
+impl Slot {
+    /// The lone SYN held and its client, for [`Slot::Syn`] and [`Slot::Syn6`].
+    fn lone_syn(&self) -> Option<(LoneSyn, Endpoint)> {
+        match self {
+            Slot::Syn { syn, addr, port } => Some((
+                *syn,
+                Endpoint {
+                    addr: std::net::IpAddr::V4((*addr).into()),
+                    port: *port,
+                },
+            )),
+            Slot::Syn6(b) => Some(**b),
+            _ => None,
+        }
+    }
+
+    /// The `bits` of the lone SYN held.
+    fn lone_syn_bits_mut(&mut self) -> Option<&mut u8> {
+        match self {
+            Slot::Syn { syn, .. } => Some(&mut syn.bits),
+            Slot::Syn6(b) => Some(&mut b.0.bits),
+            _ => None,
+        }
+    }
+}
+
 /// [`Slot::Syn`]: the SYN carried an MSS option.
 const SYN_HAS_MSS: u8 = 1;
 /// [`Slot::Syn`]: the SYN's window in bytes was known (it is the raw field).
@@ -126,13 +165,14 @@ const SYN_WINDOW_KNOWN: u8 = 2;
 /// [`Slot::Syn`]: the flow table retired the stream ([`FlowEvent::FlowEnded`])
 /// while its SYN wait was open, so the wait closes at [`StallLedger::finish`];
 /// otherwise the slot is [`Slot::Ended`] (a later segment starts a new
-/// state). Kept in the slot's 48 bytes instead of a whole parked
+/// state). Kept in the slot's 32 bytes instead of a whole parked
 /// [`StreamState`] (≈ 660 bytes): a SYN scan evicted by the flow cap.
 const SYN_ENDED: u8 = 4;
 
 /// Whether `slot` is a [`Slot::Syn`] retired by the flow table ([`SYN_ENDED`]).
 fn is_ended_syn(slot: &Slot) -> bool {
-    matches!(slot, Slot::Syn { bits, .. } if bits & SYN_ENDED != 0)
+    slot.lone_syn()
+        .is_some_and(|(syn, _)| syn.bits & SYN_ENDED != 0)
 }
 
 /// The stall ledger: feed it every [`FlowEvent`] in frame order
@@ -144,7 +184,7 @@ fn is_ended_syn(slot: &Slot) -> bool {
 /// flow table retires it ([`FlowEvent::FlowEnded`]: its waits are concluded
 /// as at the end of the capture, and only the entries are kept). Each stream
 /// holds at most [`LedgerConfig::max_entries_per_stream`] entries; a stream
-/// that only ever sent one SYN costs 48 bytes.
+/// that only ever sent one SYN costs 32 bytes (80 with an IPv6 client).
 #[derive(Debug, Default)]
 pub struct StallLedger {
     cfg: LedgerConfig,
@@ -187,8 +227,10 @@ impl StallLedger {
         self.slots
             .iter()
             .filter(|s| {
-                matches!(s, Slot::Started { .. } | Slot::Syn { .. } | Slot::Full(_))
-                    && !is_ended_syn(s)
+                matches!(
+                    s,
+                    Slot::Started { .. } | Slot::Syn { .. } | Slot::Syn6(_) | Slot::Full(_)
+                ) && !is_ended_syn(s)
             })
             .count()
     }
@@ -225,6 +267,7 @@ impl StallLedger {
                 .iter()
                 .map(|s| match s {
                     Slot::Full(st) => boxed(st),
+                    Slot::Syn6(_) => std::mem::size_of::<(LoneSyn, Endpoint)>(),
                     _ => 0,
                 })
                 .sum::<usize>()
@@ -294,8 +337,8 @@ impl StallLedger {
             Slot::Started { client, server } => {
                 Some(StreamState::new(id, client, self.rollup.server(server)?))
             }
-            Slot::Syn { .. } if is_ended_syn(slot) => return None,
-            Slot::Syn { .. } => Some(syn_state(id, slot, &self.rollup)?),
+            Slot::Syn { .. } | Slot::Syn6(_) if is_ended_syn(slot) => return None,
+            Slot::Syn { .. } | Slot::Syn6(_) => Some(syn_state(id, slot, &self.rollup)?),
             Slot::Vacant | Slot::Retired | Slot::Ended { .. } => return None,
         };
         if let Some(st) = full {
@@ -410,11 +453,11 @@ impl StallLedger {
                 *slot = s;
                 return;
             }
-            s @ Slot::Syn { .. } if is_ended_syn(&s) => {
+            s @ (Slot::Syn { .. } | Slot::Syn6(_)) if is_ended_syn(&s) => {
                 *slot = s;
                 return;
             }
-            s @ Slot::Syn { .. } => match syn_state(id, &s, &self.rollup) {
+            s @ (Slot::Syn { .. } | Slot::Syn6(_)) => match syn_state(id, &s, &self.rollup) {
                 Some(st) => (st, Some(s)),
                 None => return,
             },
@@ -432,9 +475,9 @@ impl StallLedger {
         let slot = slot_index(id).and_then(|i| self.slots.get_mut(i));
         match (syn, slot) {
             // A lone SYN still waiting: its compact slot says all the parked
-            // state would (`syn_state`), in 48 bytes.
-            (Some(mut syn @ Slot::Syn { .. }), Some(slot @ Slot::Ended { .. })) => {
-                if let Slot::Syn { bits, .. } = &mut syn {
+            // state would (`syn_state`), in 32 bytes.
+            (Some(mut syn), Some(slot @ Slot::Ended { .. })) => {
+                if let Some(bits) = syn.lone_syn_bits_mut() {
                     *bits |= SYN_ENDED;
                 }
                 *slot = syn;
@@ -459,8 +502,11 @@ impl StallLedger {
         let Some(st) = syn_state(id, &old, &self.rollup) else {
             return;
         };
-        if let Slot::Syn { client, server, .. } = old {
-            *slot = Slot::Ended { client, server };
+        if let Some((syn, client)) = old.lone_syn() {
+            *slot = Slot::Ended {
+                client,
+                server: syn.server,
+            };
         }
         if let Some(parked) = self.conclude(st) {
             self.open_at_end.push(parked);
@@ -509,9 +555,10 @@ impl StallLedger {
             // (a SYN scan's): room for them at once, not by doubling.
             let syns = slots
                 .iter()
-                .filter(|s| match s {
-                    Slot::Syn { ts, .. } => end.ts.0.saturating_sub(ts.0) >= self.cfg.min_stall_ns,
-                    _ => false,
+                .filter(|s| {
+                    s.lone_syn().is_some_and(|(syn, _)| {
+                        end.ts.0.saturating_sub(syn.ts.0) >= self.cfg.min_stall_ns
+                    })
                 })
                 .count();
             self.rollup.reserve_streams(syns);
@@ -524,7 +571,7 @@ impl StallLedger {
             let id = StreamId(i as u64);
             let mut st = match slot {
                 Slot::Full(st) => *st,
-                s @ Slot::Syn { .. } => match syn_state(id, &s, &self.rollup) {
+                s @ (Slot::Syn { .. } | Slot::Syn6(_)) => match syn_state(id, &s, &self.rollup) {
                     // Parked by `on_flow_ended`: as `open_at_end` above.
                     Some(mut st) if is_ended_syn(&s) => {
                         settle(&mut st, None, max);
@@ -595,34 +642,39 @@ fn compact_syn(seg: &SegmentEvent, client: Endpoint, server: u32) -> Option<Slot
     {
         return None;
     }
-    let frame = u32::try_from(seg.frame.get()).ok()?;
-    Some(Slot::Syn {
+    let syn = LoneSyn {
         ts: seg.ts,
-        frame,
-        client,
+        frame: u32::try_from(seg.frame.get()).ok()?,
         server,
         mss: seg.mss.unwrap_or(0),
         window_raw: seg.window_raw,
         bits: (u8::from(seg.mss.is_some()) * SYN_HAS_MSS)
             | (u8::from(window_known) * SYN_WINDOW_KNOWN),
+    };
+    Some(match client.addr {
+        std::net::IpAddr::V4(a) => Slot::Syn {
+            syn,
+            addr: a.octets(),
+            port: client.port,
+        },
+        std::net::IpAddr::V6(_) => Slot::Syn6(Box::new((syn, client))),
     })
 }
 
-/// The full state of stream `id` held in a [`Slot::Syn`] (`None` for
-/// another slot).
+/// The full state of stream `id` held in a [`Slot::Syn`] or
+/// [`Slot::Syn6`] (`None` for another slot).
 fn syn_state(id: StreamId, slot: &Slot, rollup: &Rollup) -> Option<StreamState> {
-    let Slot::Syn {
-        ts,
-        frame,
+    let (
+        LoneSyn {
+            ts,
+            frame,
+            server,
+            mss,
+            window_raw,
+            bits,
+        },
         client,
-        server,
-        mss,
-        window_raw,
-        bits,
-    } = *slot
-    else {
-        return None;
-    };
+    ) = slot.lone_syn()?;
     let server = rollup.server(server)?;
     let mss = (bits & SYN_HAS_MSS != 0).then_some(mss);
     let window = (bits & SYN_WINDOW_KNOWN != 0).then_some(u64::from(window_raw));
@@ -874,4 +926,17 @@ fn open_entries(st: &StreamState, end: Mark, thr: i64) -> [Option<StallEntry>; 2
         out[d.index()] = Some(e);
     }
     out
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::{LoneSyn, Slot};
+    use pcapsleuth_core::Endpoint;
+
+    /// A SYN scan's streams are all slots: they must not grow silently.
+    #[test]
+    fn a_slot_is_32_bytes_and_an_ipv6_lone_syn_box_48() {
+        assert_eq!(std::mem::size_of::<Slot>(), 32);
+        assert_eq!(std::mem::size_of::<(LoneSyn, Endpoint)>(), 48);
+    }
 }

@@ -572,7 +572,7 @@ fn segments_after_flow_ended_start_a_new_state() {
 }
 
 #[test]
-fn a_one_syn_stream_costs_48_bytes() {
+fn a_one_syn_stream_costs_32_bytes() {
     let mut l = StallLedger::new();
     let n = 10_000u64;
     for i in 0..n {
@@ -583,8 +583,8 @@ fn a_one_syn_stream_costs_48_bytes() {
     assert_eq!(l.active_streams(), n as usize);
     let per = l.state_bytes() as f64 / n as f64;
     println!("ledger: {per:.1} bytes per one-SYN stream");
-    // 48-byte slots, the table grown by a quarter at a time.
-    assert!(per <= 48.0 * 1.25, "{per}");
+    // 32-byte slots, the table grown by a quarter at a time.
+    assert!(per <= 32.0 * 1.25, "{per}");
     let r = l.finish();
     // Every SYN but those of the last 30 ms waited (1 ms apart).
     assert_eq!(r.streams.len(), 9970);
@@ -620,7 +620,7 @@ fn an_open_short_exchange_costs_under_800_bytes() {
     assert_eq!(l.active_streams(), n as usize);
     let per = l.state_bytes() as f64 / n as f64;
     println!("ledger: {per:.1} bytes per open 9-segment stream");
-    // 48-byte slot, the state (two sides, timer ladders boxed when used),
+    // 32-byte slot, the state (two sides, timer ladders boxed when used),
     // room for two unacknowledged segments.
     assert!(per <= 800.0, "{per}");
 }
@@ -629,8 +629,16 @@ fn an_open_short_exchange_costs_under_800_bytes() {
 /// after its SYN (`evicted`, as `--max-flows` does to a SYN scan), fed to
 /// `l`.
 fn syn_scan(l: &mut StallLedger, n: u64, evicted: bool) {
+    syn_scan_from(l, n, evicted, None);
+}
+
+/// [`syn_scan`], the client's address replaced by `client` when given.
+fn syn_scan_from(l: &mut StallLedger, n: u64, evicted: bool, client: Option<std::net::IpAddr>) {
     for i in 0..n {
-        for e in pcapsleuth_detect::synth::syn_only(i, i + 1, at(i as f64)) {
+        for mut e in pcapsleuth_detect::synth::syn_only(i, i + 1, at(i as f64)) {
+            if let (FlowEvent::FlowStarted(f), Some(a)) = (&mut e, client) {
+                f.client.addr = a;
+            }
             l.on_event(&e);
         }
         if evicted {
@@ -644,7 +652,7 @@ fn syn_scan(l: &mut StallLedger, n: u64, evicted: bool) {
 }
 
 #[test]
-fn a_syn_scan_retired_with_its_waits_open_stays_at_48_bytes_a_stream() {
+fn a_syn_scan_retired_with_its_waits_open_stays_at_32_bytes_a_stream() {
     let n = 10_000u64;
     let mut live = StallLedger::new();
     syn_scan(&mut live, n, false);
@@ -655,11 +663,34 @@ fn a_syn_scan_retired_with_its_waits_open_stays_at_48_bytes_a_stream() {
     assert_eq!(retired.waiting_for_end(), n as usize);
     let per = retired.state_bytes() as f64 / n as f64;
     println!("ledger: {per:.1} bytes per retired one-SYN stream");
-    // The 48-byte slot, not a parked state (≈ 660 bytes before).
-    assert!(per <= 48.0 * 1.25, "{per}");
+    // The 32-byte slot, not a parked state (≈ 660 bytes before).
+    assert!(per <= 32.0 * 1.25, "{per}");
     let want = serde_json::to_string(&live.finish()).unwrap();
     let got = serde_json::to_string(&retired.finish()).unwrap();
     assert_eq!(got, want);
+}
+
+/// An IPv6 client does not fit the 32-byte slot: its lone SYN is boxed
+/// with the client (48 bytes more) and gives the same ledger, live or
+/// retired, naming that client.
+#[test]
+fn an_ipv6_syn_scan_keeps_its_clients_in_a_box_and_the_same_ledger() {
+    let v6: std::net::IpAddr = "2001:db8::7".parse().unwrap();
+    let n = 2_000u64;
+    let mut live = StallLedger::new();
+    syn_scan_from(&mut live, n, false, Some(v6));
+    let mut retired = StallLedger::new();
+    syn_scan_from(&mut retired, n, true, Some(v6));
+    assert_eq!(live.active_streams(), n as usize);
+    assert_eq!(retired.waiting_for_end(), n as usize);
+    let per = live.state_bytes() as f64 / n as f64;
+    assert!(per <= 32.0 * 1.25 + 48.0, "{per}");
+    assert!(per >= 32.0 + 48.0, "{per}: the box is not counted");
+    let live = live.finish();
+    assert_eq!(live.streams.len(), 1970);
+    assert!(live.streams.iter().all(|s| s.client.addr == v6));
+    assert_eq!(live.streams[0].client.port, 40000);
+    assert_eq!(retired.finish(), live);
 }
 
 #[test]

@@ -152,6 +152,27 @@ pub fn host_address(a: &IpAddr) -> bool {
 /// of [`Collector::ttl_seen`] (a power of two).
 const TTL_CACHE: usize = 64;
 
+/// Entries of the direct-mapped cache of [`Cached`] per `tcp.stream` in
+/// front of [`Collector::conn_index`] (a power of two: stream ids are dense,
+/// so the last 65,536 streams never collide). Fixed at 1.5 MiB however many
+/// streams the capture has; a stream pushed out only costs a map lookup.
+const STREAM_CACHE: usize = 1 << 16;
+
+/// One entry of the per-stream cache: the stream it holds ([`u64::MAX`]:
+/// none) and what is known per direction of travel.
+#[derive(Debug, Clone, Copy)]
+struct StreamCached {
+    stream: u64,
+    dirs: [Cached; 2],
+}
+
+impl StreamCached {
+    const EMPTY: StreamCached = StreamCached {
+        stream: u64::MAX,
+        dirs: [Cached::Unknown; 2],
+    };
+}
+
 /// A TCP connection's addresses and ports: (client, client port, server, server port).
 type ConnKey = (IpAddr, u16, IpAddr, u16);
 
@@ -237,8 +258,10 @@ pub struct Collector {
     conn_index: HashMap<ConnKey, u32>,
     conns: Vec<Conn>,
     /// Per `tcp.stream` and direction of travel: the connection its packets'
-    /// sender → receiver key names.
-    by_stream: Vec<[Cached; 2]>,
+    /// sender → receiver key names. Direct-mapped by stream id
+    /// ([`STREAM_CACHE`] entries, allocated at the first TCP packet), so
+    /// bounded however many streams the capture has.
+    by_stream: Vec<StreamCached>,
 }
 
 /// Index of `a` in the TTL cache: a multiply-shift hash of its bytes (only
@@ -434,29 +457,37 @@ impl Collector {
         at: Option<(StreamId, Direction)>,
         key: impl Fn() -> ConnKey,
     ) -> Option<usize> {
-        let cache = at.and_then(|(s, d)| {
-            let i = usize::try_from(s.get()).ok()?;
-            if self.by_stream.len() <= i {
-                let want = i + 1;
-                if want > self.by_stream.capacity() {
-                    let extra = (want - self.by_stream.len()).max(self.by_stream.len() / 4);
-                    self.by_stream.reserve_exact(extra);
-                }
-                self.by_stream.resize(want, [Cached::Unknown; 2]);
-            }
-            Some((i, d.index()))
+        if self.by_stream.is_empty() && at.is_some() {
+            self.by_stream = vec![StreamCached::EMPTY; STREAM_CACHE];
+        }
+        // (entry index, stream, direction index)
+        let cache = at.map(|(s, d)| {
+            let i = (s.get() % STREAM_CACHE as u64) as usize;
+            (i, s.get(), d.index())
         });
         let len = u32::try_from(self.conns.len()).unwrap_or(u32::MAX);
-        if let Some(c) = cache.and_then(|(i, d)| self.by_stream.get(i).map(|e| e[d])) {
-            match c {
-                Cached::At(j) => return Some(j as usize),
-                Cached::Absent(n) if n == len => return None,
-                _ => {}
-            }
+        let cached = cache.and_then(|(i, s, d)| {
+            self.by_stream
+                .get(i)
+                .filter(|e| e.stream == s)
+                .map(|e| e.dirs[d])
+        });
+        match cached {
+            Some(Cached::At(j)) => return Some(j as usize),
+            Some(Cached::Absent(n)) if n == len => return None,
+            _ => {}
         }
         let found = self.conn_index.get(&key()).copied();
-        if let Some(e) = cache.and_then(|(i, d)| self.by_stream.get_mut(i).map(|e| &mut e[d])) {
-            *e = found.map_or(Cached::Absent(len), Cached::At);
+        if let Some((i, s, d)) = cache {
+            if let Some(e) = self.by_stream.get_mut(i) {
+                if e.stream != s {
+                    *e = StreamCached {
+                        stream: s,
+                        dirs: [Cached::Unknown; 2],
+                    };
+                }
+                e.dirs[d] = found.map_or(Cached::Absent(len), Cached::At);
+            }
         }
         found.map(|j| j as usize)
     }
@@ -616,7 +647,37 @@ pub fn layout_name(l: StampLayout) -> &'static str {
 
 #[cfg(test)]
 mod size_tests {
-    use super::{Conn, Seen};
+    use super::{Collector, Conn, ConnKey, Seen, STREAM_CACHE};
+    use pcapsleuth_core::{Direction, StreamId};
+    use std::net::{IpAddr, Ipv4Addr};
+
+    fn key(host: u8, port: u16) -> ConnKey {
+        let a = |h| IpAddr::V4(Ipv4Addr::new(192, 0, 2, h));
+        (a(host), port, a(100), 80)
+    }
+
+    #[test]
+    fn streams_sharing_a_cache_entry_each_find_their_own_connection() {
+        let mut c = Collector::default();
+        let first = StreamId(7);
+        let clash = StreamId(7 + STREAM_CACHE as u64);
+        let c2s = Direction::ClientToServer;
+        c.tcp(Some((first, c2s)), key(1, 1000), true, false, 0, 1, 0);
+        c.tcp(Some((clash, c2s)), key(2, 2000), true, false, 0, 2, 0);
+        // The clashing stream pushed the first out of its entry: both are
+        // still answered by their own key, in either order, many times.
+        for _ in 0..3 {
+            assert_eq!(c.conn_of(Some((first, c2s)), || key(1, 1000)), Some(0));
+            assert_eq!(c.conn_of(Some((clash, c2s)), || key(2, 2000)), Some(1));
+        }
+        // A stream with no connection is absent, and stays correct once one
+        // is added for it.
+        let other = StreamId(7 + 2 * STREAM_CACHE as u64);
+        assert_eq!(c.conn_of(Some((other, c2s)), || key(3, 3000)), None);
+        c.tcp(Some((other, c2s)), key(3, 3000), true, false, 0, 3, 0);
+        assert_eq!(c.conn_of(Some((other, c2s)), || key(3, 3000)), Some(2));
+        assert_eq!(c.by_stream.len(), STREAM_CACHE);
+    }
 
     #[test]
     fn a_connection_record_is_64_bytes() {

@@ -152,8 +152,9 @@ pub struct FragNeeded {
     watches_started: usize,
     follow: FollowUp,
     /// Largest IP datagram (bytes) captured per `tcp.stream` (dense ids)
-    /// and direction index: 8 bytes a stream.
-    largest_sent: Vec<[u32; 2]>,
+    /// and direction index: 4 bytes a stream. [`u16::MAX`] stands for
+    /// 65,535 bytes or more (an IPv6 jumbogram), which is not compared.
+    largest_sent: Vec<[u16; 2]>,
 }
 
 impl FragNeeded {
@@ -175,24 +176,26 @@ impl FragNeeded {
             .get_mut(i)
             .and_then(|e| e.get_mut(dir.index()))
         {
-            *m = (*m).max(ip_len);
+            *m = (*m).max(u16::try_from(ip_len).unwrap_or(u16::MAX));
         }
     }
 
-    /// The largest IP datagram (bytes) `stream` sent in `dir`, if it sent one.
+    /// The largest IP datagram (bytes) `stream` sent in `dir`, if it sent
+    /// one below 65,535 bytes.
     pub(crate) fn largest_sent(&self, stream: StreamId, dir: Direction) -> Option<u32> {
         let i = usize::try_from(stream.get()).ok()?;
         self.largest_sent
             .get(i)
             .and_then(|e| e.get(dir.index()))
             .copied()
-            .filter(|&m| m > 0)
+            .filter(|&m| m > 0 && m < u16::MAX)
+            .map(u32::from)
     }
 
     /// Heap bytes of the per-stream table.
     #[cfg(test)]
     fn stream_bytes(&self) -> usize {
-        self.largest_sent.capacity() * std::mem::size_of::<[u32; 2]>()
+        self.largest_sent.capacity() * std::mem::size_of::<[u16; 2]>()
     }
 
     /// Record one frag-needed / PTB. The flow table emits this event once for

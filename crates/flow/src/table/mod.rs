@@ -20,7 +20,7 @@ mod stream_ids;
 use crate::analysis::{SegmentInput, SegmentVerdict};
 use crate::sightings::{DupEntry, DupSig, SightKey, SightingTable, SweepQueue};
 use crate::{FlowEvent, FlowSummary, PacketFingerprint, SegmentEvent, Sighting};
-use compact::{FirstPkt, Retired};
+use compact::{First, Retired};
 use index::ConvIndex;
 use pcapsleuth_core::{
     Direction, Endpoint, FlowKey, FrameNo, InterfaceId, SeqNum, StreamId, Timestamp,
@@ -143,7 +143,7 @@ enum Slot {
     /// Full state (live, revived, or ended and kept: `Stream::ended`).
     Full(Box<Stream>),
     /// At most one packet seen (live or retired): replayed on demand.
-    First(Box<FirstPkt>),
+    First(First),
     /// Retired: summary facts and tombstone.
     Retired(Box<Retired>),
 }
@@ -152,7 +152,7 @@ impl Slot {
     fn ends(&self) -> (Endpoint, Endpoint) {
         match self {
             Slot::Full(s) => (s.client, s.server),
-            Slot::First(f) => (f.client, f.server),
+            Slot::First(f) => f.ends(),
             Slot::Retired(r) => (r.client, r.server),
         }
     }
@@ -557,8 +557,8 @@ impl FlowTable {
         let sweep_wanted = process_segment(st, &cfg, &s, out);
         let list = if st.closed { lru::CLOSED } else { lru::OPEN };
         let id = st.id;
-        if let Some(rec) = FirstPkt::of_packet(st, &s) {
-            self.slots[idx] = Slot::First(Box::new(rec));
+        if let Some(rec) = First::of_packet(st, &s) {
+            self.slots[idx] = Slot::First(rec);
         }
         if let Some(n) = sweep_wanted {
             self.sweep.push(idx, meta.ts, n);
@@ -655,7 +655,7 @@ impl FlowTable {
             .iter()
             .map(|s| match s {
                 Slot::Full(st) => std::mem::size_of::<Stream>() + st.heap_bytes(),
-                Slot::First(_) => std::mem::size_of::<FirstPkt>(),
+                Slot::First(f) => f.record_bytes(),
                 Slot::Retired(r) => std::mem::size_of::<Retired>() + r.heap_bytes(),
             })
             .sum();

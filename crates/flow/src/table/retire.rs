@@ -12,7 +12,7 @@
 //! per retirement. A late packet of an ended or retired stream revives it
 //! with the same `tcp.stream` ([`FlowTable::ensure_full`]).
 
-use super::compact::{self, FirstPkt};
+use super::compact::{self, First};
 use super::lru::{CLOSED, ENDED, OPEN};
 use super::stream::Stream;
 use super::{FlowTable, PacketMeta, Slot};
@@ -169,14 +169,14 @@ impl FlowTable {
     }
 
     /// Compact stream `idx` if an ICMP error's quote just created it and it
-    /// is still empty (`compact::FirstPkt::of_quote`).
+    /// is still empty (`compact::First::of_quote`).
     pub(super) fn compact_quote_created(&mut self, idx: usize, meta: &PacketMeta) {
         let Some(slot) = self.slots.get_mut(idx) else {
             return;
         };
         if let Slot::Full(st) = slot {
-            if let Some(rec) = FirstPkt::of_quote(st, meta) {
-                *slot = Slot::First(Box::new(rec));
+            if let Some(rec) = First::of_quote(st, meta) {
+                *slot = Slot::First(rec);
             }
         }
     }
