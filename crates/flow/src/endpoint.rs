@@ -120,6 +120,12 @@ pub(crate) struct Side {
 }
 
 impl Side {
+    /// Take `old`'s buffers, emptied, in place of this fresh side's.
+    pub(crate) fn reuse_buffers(&mut self, old: Side) {
+        self.unacked = crate::grow::emptied(old.unacked);
+        self.recent = crate::grow::emptied(old.recent);
+    }
+
     /// Heap bytes held (unacked list and transmission ring, by capacity).
     pub(crate) fn heap_bytes(&self) -> usize {
         (self.unacked.capacity() + self.recent.capacity()) * std::mem::size_of::<TxSeg>()

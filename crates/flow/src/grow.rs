@@ -22,6 +22,13 @@ pub(crate) fn push_back<T>(d: &mut VecDeque<T>, x: T) {
     d.push_back(x);
 }
 
+/// `old` emptied, its allocation kept: for a fresh record taking the
+/// buffers of one it replaces (`Stream::reuse_buffers`).
+pub(crate) fn emptied<T>(mut old: VecDeque<T>) -> VecDeque<T> {
+    old.clear();
+    old
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

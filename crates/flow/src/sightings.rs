@@ -155,6 +155,16 @@ impl DupEntry {
 }
 
 impl SightingTable {
+    /// Take `old`'s fingerprint buffers, emptied, in place of this fresh
+    /// table's (its prefilter is not kept: a fresh table has none).
+    pub(crate) fn reuse_buffers(&mut self, old: SightingTable) {
+        self.quick = crate::grow::emptied(old.quick);
+        self.entries = crate::grow::emptied(old.entries);
+        let mut places = old.places;
+        places.clear();
+        self.places = places;
+    }
+
     /// Heap bytes by capacity.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.quick.capacity() * std::mem::size_of::<u32>()

@@ -24,6 +24,8 @@ const T0: i64 = 1_700_000_000 * SEC;
 struct H {
     table: FlowTable,
     frame: u64,
+    /// IP ID of the next packets (default: the frame number).
+    ip_id: Option<u32>,
     events: Vec<FlowEvent>,
 }
 
@@ -32,6 +34,7 @@ impl H {
         H {
             table: FlowTable::new(cfg),
             frame: 0,
+            ip_id: None,
             events: Vec::new(),
         }
     }
@@ -63,7 +66,7 @@ impl H {
                 src,
                 dst,
                 ttl: 64,
-                ip_id: Some(self.frame as u32),
+                ip_id: Some(self.ip_id.unwrap_or(self.frame as u32)),
                 total_len: 40 + len,
                 header_len: 20,
                 protocol: 6,
@@ -421,4 +424,71 @@ fn finish_retires_nothing_and_one_syn_streams_stay_small() {
 fn summary_row_stays_compact() {
     let n = std::mem::size_of::<pcapsleuth_flow::FlowSummary>();
     assert!(n <= 296, "FlowSummary is {n} bytes");
+}
+
+/// A stream made after one-packet streams takes the buffers of their
+/// records (`Stream::boxed`: a SYN scan allocates only its compact records).
+/// It must analyse exactly as a stream made fresh: the same events, the same
+/// summary, with data, a retransmission and a close that fill every buffer.
+/// The last scan SYN has the connection's SYN's fingerprint (IP ID, ISN,
+/// options) 0.1 ms before it: a fingerprint left in the reused buffers
+/// would make the connection's SYN a duplicate sighting.
+#[test]
+fn a_stream_made_from_a_one_packet_streams_buffers_analyses_as_a_fresh_one() {
+    const MS: i64 = 1_000_000;
+    const P: u16 = TcpFlags::PSH;
+    const F: u16 = TcpFlags::FIN;
+    let run = |scan: bool| {
+        let mut h = H::new(cfg());
+        if scan {
+            // Three one-SYN streams, each compacted and its record given back.
+            for c in 1..=2u8 {
+                h.send(c, true, i64::from(c) * MS, 1000, 0, S, 0);
+            }
+            h.ip_id = Some(4242);
+            h.send(3, true, 9_900_000, 5000, 0, S, 0);
+        } else {
+            h.frame = 3;
+            h.ip_id = Some(4242);
+        }
+        let id = if scan { 3 } else { 0 };
+        let mut seen = Vec::new();
+        let steps: [(bool, i64, u32, u32, u16, u32); 9] = [
+            (true, 10, 5000, 0, S, 0),
+            (false, 11, 9000, 5001, S | AK, 0),
+            (true, 12, 5001, 9001, AK, 0),
+            (true, 13, 5001, 9001, AK | P, 100),
+            (true, 14, 5101, 9001, AK | P, 100),
+            (false, 15, 9001, 5101, AK, 0),
+            // The second segment again, past the RTO: a retransmission.
+            (true, 400, 5101, 9001, AK | P, 100),
+            (false, 401, 9001, 5201, AK | F, 0),
+            (true, 402, 5201, 9002, AK | F, 0),
+        ];
+        for (from_client, t, seq, ack, flags, len) in steps {
+            h.send(9, from_client, t * MS, seq, ack, flags, len);
+            h.ip_id = None;
+            let mine = format!("StreamId({id})");
+            for e in &h.events {
+                let e = format!("{e:?}");
+                if e.contains(&mine) {
+                    seen.push(e.replace(&mine, "StreamId(X)"));
+                }
+            }
+        }
+        let mut row = h.table.summaries().pop().expect("the connection's row");
+        assert_eq!(row.tcp_stream, StreamId(id));
+        row.tcp_stream = StreamId(0);
+        (seen, row)
+    };
+    let (fresh_events, fresh_row) = run(false);
+    let (reused_events, reused_row) = run(true);
+    assert!(
+        fresh_events
+            .iter()
+            .any(|e| e.contains("retransmission: true")),
+        "{fresh_events:#?}"
+    );
+    assert_eq!(reused_events, fresh_events);
+    assert_eq!(reused_row, fresh_row);
 }

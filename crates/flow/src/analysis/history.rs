@@ -53,6 +53,13 @@ pub(crate) struct Sent {
 }
 
 impl TxHistory {
+    /// Back to [`TxHistory::default`], keeping the records' allocations.
+    pub(crate) fn reset(&mut self) {
+        let old = std::mem::take(self);
+        for (d, o) in self.dirs.iter_mut().zip(old.dirs) {
+            d.records = crate::grow::emptied(o.records);
+        }
+    }
     /// Heap bytes held (first-transmission records, by capacity).
     pub(crate) fn heap_bytes(&self) -> usize {
         self.dirs

@@ -209,6 +209,19 @@ impl StreamAnalyzer {
         Self::default()
     }
 
+    /// Take the buffers of `old` (a stream record being replaced), emptied,
+    /// in place of this fresh analyzer's: the same state, no allocation for
+    /// the next stream's first segments. The transmission history box is
+    /// set up front (a fresh analyzer makes it at its first segment).
+    pub(crate) fn reuse_buffers(&mut self, old: StreamAnalyzer) {
+        self.ws.reuse_buffers(old.ws);
+        self.recent = crate::grow::emptied(old.recent);
+        if let (None, false, Some(mut h)) = (&self.history, self.compacted, old.history) {
+            h.reset();
+            self.history = Some(h);
+        }
+    }
+
     /// A fresh analyzer for a stream opened by a SYN that reused the ports of
     /// an older stream with another ISN ([`Self::syn_opens_new_stream`]): its
     /// first segment gets Wireshark's `tcp.analysis.reused_ports`

@@ -214,6 +214,16 @@ pub(crate) struct Machine {
     exact_walk: bool,
 }
 
+impl Machine {
+    /// Take `old`'s unacked lists, emptied, in place of this fresh machine's
+    /// (see `Stream::reuse_buffers`).
+    pub(crate) fn reuse_buffers(&mut self, old: Machine) {
+        for (f, o) in self.flows.iter_mut().zip(old.flows) {
+            f.segments = crate::grow::emptied(o.segments);
+        }
+    }
+}
+
 /// Whether `ack` lies within [`SORTED_ACK_REACH`] of a sorted list's span,
 /// measured from its first `seq`.
 fn ack_in_reach(list: &VecDeque<Unacked>, ack: u32) -> bool {

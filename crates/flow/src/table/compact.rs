@@ -363,13 +363,15 @@ impl<E: Ends> FirstPkt<E> {
 /// Rebuild stream `id` from its record by running the packet through the
 /// same steps as [`super::FlowTable::on_packet`] (events go to `scratch`,
 /// which is cleared). A record of a replaced stream comes back closed.
+/// The record is made from `spare` when there is one ([`Stream::boxed`]).
 pub(super) fn replay(
     rec: &First,
     id: StreamId,
     cfg: &FlowConfig,
     scratch: &mut Vec<FlowEvent>,
-) -> Stream {
-    with_rec!(rec, f => replay_rec(f, id, cfg, scratch))
+    spare: &mut Option<Box<Stream>>,
+) -> Box<Stream> {
+    with_rec!(rec, f => replay_rec(f, id, cfg, scratch, spare))
 }
 
 fn replay_rec<E: Ends>(
@@ -377,14 +379,15 @@ fn replay_rec<E: Ends>(
     id: StreamId,
     cfg: &FlowConfig,
     scratch: &mut Vec<FlowEvent>,
-) -> Stream {
+    spare: &mut Option<Box<Stream>>,
+) -> Box<Stream> {
     let meta = PacketMeta {
         frame: FrameNo(u64::from(rec.frame)),
         ts: rec.ts,
         interface: InterfaceId(u32::from(rec.interface)),
     };
     let (client, server) = rec.ends.unpack();
-    let mut st = Stream::new(id, client, server, &meta);
+    let mut st = Stream::boxed(id, client, server, &meta, spare);
     if !rec.has(EMPTY) {
         let dir = rec.dir();
         let (src, dst) = match dir {

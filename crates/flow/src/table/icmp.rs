@@ -100,9 +100,9 @@ impl FlowTable {
             Some(Slot::Full(st)) => Some(st.as_ref()),
             Some(Slot::First(f)) => {
                 let mut scratch = std::mem::take(&mut self.scratch);
-                replayed = compact::replay(f, id, &cfg, &mut scratch);
+                replayed = compact::replay(f, id, &cfg, &mut scratch, &mut self.spare);
                 self.scratch = scratch;
-                Some(&replayed)
+                Some(replayed.as_ref())
             }
             // Retired: its sequence bases and transmissions are gone.
             _ => None,

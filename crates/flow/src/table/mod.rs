@@ -216,6 +216,10 @@ pub struct FlowTable {
     ended_kept: u64,
     /// Events of replayed packets (`compact::replay`), discarded.
     scratch: Vec<FlowEvent>,
+    /// A stream record given back once its stream was compacted
+    /// ([`Slot::First`]) or its replay used: the next stream made takes its
+    /// buffers ([`Stream::boxed`]).
+    spare: Option<Box<Stream>>,
     last_frame: FrameNo,
     last_ts: Option<Timestamp>,
     finished: bool,
@@ -558,7 +562,9 @@ impl FlowTable {
         let list = if st.closed { lru::CLOSED } else { lru::OPEN };
         let id = st.id;
         if let Some(rec) = First::of_packet(st, &s) {
-            self.slots[idx] = Slot::First(rec);
+            if let Slot::Full(old) = std::mem::replace(&mut self.slots[idx], Slot::First(rec)) {
+                self.spare = Some(old);
+            }
         }
         if let Some(n) = sweep_wanted {
             self.sweep.push(idx, meta.ts, n);
@@ -619,14 +625,17 @@ impl FlowTable {
         let cfg = self.config;
         let end_frame = self.last_frame;
         let mut scratch = std::mem::take(&mut self.scratch);
+        let mut spare = self.spare.take();
         for (i, slot) in self.slots.iter_mut().enumerate() {
             match slot {
                 Slot::Full(st) => stalls::finish_stream(st, &cfg, end_frame, end_ts, out),
                 // Retired or not: a one-packet stream's state is exact.
                 Slot::First(f) if !f.replaced() => {
                     if end_ts.0.saturating_sub(f.last().1 .0) >= cfg.stall_threshold_ns {
-                        let mut st = compact::replay(f, StreamId(i as u64), &cfg, &mut scratch);
+                        let id = StreamId(i as u64);
+                        let mut st = compact::replay(f, id, &cfg, &mut scratch, &mut spare);
                         stalls::finish_stream(&mut st, &cfg, end_frame, end_ts, out);
+                        spare = Some(st);
                     }
                 }
                 Slot::Retired(r) => {
@@ -642,6 +651,7 @@ impl FlowTable {
             flush(out);
         }
         self.scratch = scratch;
+        self.spare = spare;
     }
 
     /// Approximate memory held by the table, bytes: the inline size of every
@@ -709,6 +719,7 @@ impl FlowTable {
             .filter(|_| self.finished)
             .map(|t| (self.last_frame, t));
         let mut scratch = Vec::new();
+        let mut spare = None;
         self.slots
             .iter()
             .enumerate()
@@ -717,12 +728,14 @@ impl FlowTable {
                 match slot {
                     Slot::Full(st) => st.summary(cap),
                     Slot::First(f) => {
-                        let mut st = compact::replay(f, id, cfg, &mut scratch);
+                        let mut st = compact::replay(f, id, cfg, &mut scratch, &mut spare);
                         if let Some((end_frame, end_ts)) = end {
                             stalls::finish_stream(&mut st, cfg, end_frame, end_ts, &mut scratch);
                             scratch.clear();
                         }
-                        st.summary(cap)
+                        let row = st.summary(cap);
+                        spare = Some(st);
+                        row
                     }
                     Slot::Retired(r) => r.summary(id, end, cfg.stall_threshold_ns),
                 }

@@ -151,9 +151,9 @@ impl FlowTable {
             Slot::Full(_) => return,
             Slot::First(f) => {
                 let mut scratch = std::mem::take(&mut self.scratch);
-                let st = compact::replay(f, id, &cfg, &mut scratch);
+                let st = compact::replay(f, id, &cfg, &mut scratch, &mut self.spare);
                 self.scratch = scratch;
-                *slot = Slot::Full(Box::new(st));
+                *slot = Slot::Full(st);
             }
             Slot::Retired(r) => {
                 // Rare (a late packet after retirement): cloning is fine.

@@ -76,6 +76,48 @@ impl Stream {
         }
     }
 
+    /// [`Stream::new`] in a box, made from `spare` when there is one: the
+    /// spare record's buffers are kept, emptied, so a stream of one packet
+    /// (a SYN scan's: made, compacted to its packet's record, the record
+    /// given back) costs no allocation but its compact record.
+    pub(super) fn boxed(
+        id: StreamId,
+        client: Endpoint,
+        server: Endpoint,
+        meta: &PacketMeta,
+        spare: &mut Option<Box<Stream>>,
+    ) -> Box<Stream> {
+        let fresh = Stream::new(id, client, server, meta);
+        match spare.take() {
+            Some(mut b) => {
+                let old = std::mem::replace(b.as_mut(), fresh);
+                b.reuse_buffers(old);
+                b
+            }
+            None => Box::new(fresh),
+        }
+    }
+
+    /// Take `old`'s buffers, emptied, in place of this fresh stream's empty
+    /// ones (everything else stays as [`Stream::new`] made it).
+    fn reuse_buffers(&mut self, old: Stream) {
+        let Stream {
+            sides,
+            analyzer,
+            dups,
+            acc,
+            ..
+        } = old;
+        for (mine, theirs) in self.sides.iter_mut().zip(sides) {
+            mine.reuse_buffers(theirs);
+        }
+        self.analyzer.reuse_buffers(analyzer);
+        self.dups.reuse_buffers(dups);
+        let mut sightings = acc.sightings;
+        sightings.clear();
+        self.acc.sightings = sightings;
+    }
+
     /// Heap bytes owned by this stream (by capacity), not counting `size_of::<Stream>()`.
     pub(super) fn heap_bytes(&self) -> usize {
         self.sides.iter().map(Side::heap_bytes).sum::<usize>()

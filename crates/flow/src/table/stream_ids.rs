@@ -130,8 +130,8 @@ impl FlowTable {
         self.make_room(out);
         let idx = self.slots.len();
         let id = pcapsleuth_core::StreamId(idx as u64);
-        self.slots
-            .push(Slot::Full(Box::new(Stream::new(id, client, server, meta))));
+        let st = Stream::boxed(id, client, server, meta, &mut self.spare);
+        self.slots.push(Slot::Full(st));
         let slots = &self.slots;
         self.index
             .set(tag, idx, |j| slots.get(j).is_some_and(|s| s.holds(&key)));
