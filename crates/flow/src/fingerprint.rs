@@ -164,33 +164,6 @@ impl PacketFingerprint {
     pub fn strong(&self) -> bool {
         self.ip_id.is_some_and(|id| id != 0)
     }
-
-    /// Cheap 64-bit summary (FNV-1a mix of the fields), for prefilters.
-    pub(crate) fn quick(&self) -> u64 {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        let mut mix = |v: u64| {
-            h ^= v;
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        };
-        mix(u64::from(self.ip_id.unwrap_or(0)));
-        match &self.l4 {
-            L4Fingerprint::Tcp(t) => {
-                mix(u64::from(t.seq.0));
-                mix(u64::from(t.ack.0));
-                mix(u64::from(t.flags) << 32 | u64::from(t.window));
-                mix(u64::from(t.payload_len));
-                mix(t
-                    .timestamps
-                    .map_or(0, |(a, b)| u64::from(a) << 32 | u64::from(b)));
-                mix(t.payload_hash);
-            }
-            L4Fingerprint::Udp(u) => {
-                mix(1 << 40 | u64::from(u.payload_len));
-                mix(u.payload_hash);
-            }
-        }
-        h
-    }
 }
 
 /// One sighting of a fingerprinted packet.

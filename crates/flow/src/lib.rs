@@ -38,16 +38,16 @@
 //!   [`FlowConfig::max_unacked_segments`] (4096) × 56 bytes and a 32 × 56-byte
 //!   transmission ring; the Wireshark emulation's unacked lists ≤ 10 000 × 24
 //!   bytes per machine (`TCP_MAX_UNACKED_SEGMENTS`); ≤ 4096 × 40-byte
-//!   first-transmission records; ≤ 256 recent verdicts of 24 bytes and ≤ 256
-//!   duplicate-sighting fingerprints of 112 bytes (`sightings.rs`) with a
+//!   first-transmission records; ≤ 256 duplicate-sighting entries of 40
+//!   bytes plus a 4-byte hash each (`sightings.rs`: a 64-bit identity of the
+//!   fingerprint, the first sighting's verdict, a place index) with a
 //!   256-byte prefilter once 64 are held. These buffers start at 2 elements
 //!   and grow by half (`grow.rs`); an unacked list is freed when everything
-//!   in it is acknowledged. A 10-packet stream costs about 3 150 bytes while
+//!   in it is acknowledged. A 10-packet stream costs about 2 400 bytes while
 //!   open (`tests/open_stream_size.rs`). A closed
 //!   stream (RST, both FINs acknowledged, or replaced by a new ISN on the
-//!   same ports) frees its buffers and keeps 4 fingerprints and 4 verdicts:
-//!   about 1 900 bytes (2 600 while, for a second, it also keeps its not yet
-//!   matched fingerprints);
+//!   same ports) frees its buffers and keeps 4 sighting entries: about 1 750
+//!   bytes while, for a second, it also keeps its not yet matched ones;
 //! - **retired** ([`FlowEvent::FlowEnded`]: closed and quiet for
 //!   [`FlowConfig::closed_quiet_ns`], idle for
 //!   [`FlowConfig::idle_timeout_ns`], or evicted at [`FlowConfig::max_flows`]):

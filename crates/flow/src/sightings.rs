@@ -13,8 +13,11 @@
 //! - keys each packet by a [`DupSig`]: its direction and its public
 //!   [`PacketFingerprint`] (IP ID, raw seq/ack, flags, payload length, raw
 //!   window, TCP timestamps, first SACK block, a hash of the first 32 captured
-//!   payload bytes; `fingerprint.rs`), plus a 32-bit hash of it that is
-//!   scanned first;
+//!   payload bytes; `fingerprint.rs`). An entry keeps a 64-bit identity hash
+//!   of it ([`DupSig::identity`]; two different packets of one stream within
+//!   the window have equal identities with probability 2⁻⁶⁴) and the index of
+//!   its place in the stream's place list, 40 bytes in all, and the table
+//!   scans a dense column of 32-bit folds of the identities first;
 //! - matches in either time direction: `|Δts| ≤ FlowConfig::duplicate_window_ns`;
 //! - expires entries by timestamp, not by count: per stream it tracks the
 //!   latest timestamp seen at each [`SightKey`] place (timestamps from one
@@ -29,13 +32,14 @@
 //! The first sighting in **file** order updates flow state; later ones get
 //! `duplicate_of` = its frame (Wireshark cites by frame number).
 
-use crate::{PacketFingerprint, SegmentAnalysis};
+use crate::{L4Fingerprint, PacketFingerprint, SegmentAnalysis};
 use pcapsleuth_core::{Direction, FrameNo, InterfaceId, Timestamp};
 use std::collections::VecDeque;
 
 /// Most fingerprints remembered per open stream (oldest inserted evicted).
-/// Equals the analyzer's recent-verdict ring (`RECENT_VERDICTS` in
-/// `analysis/mod.rs`), so every matchable original still has its verdict.
+/// Each entry holds its first sighting's verdict, which a later sighting
+/// copies (the table's analyzers keep no verdict ring of their own:
+/// `StreamAnalyzer::without_recent_verdicts`).
 pub(crate) const MAX_ENTRIES: usize = 256;
 
 /// Fingerprints a finished stream keeps for good (the closing FIN/ACK or RST
@@ -69,17 +73,53 @@ pub(crate) struct DupSig {
 }
 
 impl DupSig {
-    /// Cheap 32-bit summary scanned before the full comparison (FNV-1a mix
-    /// folded to 32 bits: a column of `u32` compares four at a time with SSE2;
-    /// an equal value only makes the full comparison run).
-    fn quick(&self) -> u32 {
-        let d = match self.dir {
-            Direction::ClientToServer => 0u64,
-            Direction::ServerToClient => 1,
-        };
-        let h = (self.fp.quick() ^ d).wrapping_mul(0x0100_0000_01b3);
-        (h ^ (h >> 32)) as u32
+    /// 64-bit identity of the signature: every field of the direction and
+    /// the fingerprint (with which options are present) goes through a
+    /// multiply-rotate step, then the splitmix64 finaliser spreads every bit
+    /// over the whole word. Equal signatures give equal identities; for
+    /// different ones an equal identity has probability about 2⁻⁶⁴.
+    pub(crate) fn identity(&self) -> u64 {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut h: u64 = 0x243f_6a88_85a3_08d3;
+        let mut step = |w: u64| h = (h ^ w).wrapping_mul(K).rotate_left(29);
+        let fp = &self.fp;
+        // Which optional fields are present, the transport and the direction.
+        let mut tag = u64::from(self.dir.index() as u8);
+        tag |= u64::from(fp.ip_id.is_some()) << 1;
+        step(u64::from(fp.ip_id.unwrap_or(0)) << 32);
+        match &fp.l4 {
+            L4Fingerprint::Tcp(t) => {
+                tag |= u64::from(t.timestamps.is_some()) << 2;
+                tag |= u64::from(t.sack0.is_some()) << 3;
+                step(u64::from(t.seq.0) << 32 | u64::from(t.ack.0));
+                step(
+                    u64::from(t.flags) << 48 | u64::from(t.window) << 32 | u64::from(t.payload_len),
+                );
+                let (a, b) = t.timestamps.unwrap_or((0, 0));
+                step(u64::from(a) << 32 | u64::from(b));
+                let (l, r) = t.sack0.map_or((0, 0), |(l, r)| (l.0, r.0));
+                step(u64::from(l) << 32 | u64::from(r));
+                step(t.payload_hash);
+            }
+            L4Fingerprint::Udp(u) => {
+                tag |= 1 << 4;
+                step(u64::from(u.payload_len));
+                step(u.payload_hash);
+            }
+        }
+        step(tag);
+        // splitmix64's finaliser.
+        h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        h ^ (h >> 31)
     }
+}
+
+/// The 32-bit fold of an identity scanned before the full comparison (a
+/// column of `u32` compares four at a time with SSE2; an equal value only
+/// makes the 64-bit comparison run).
+fn fold(id: u64) -> u32 {
+    (id ^ (id >> 32)) as u32
 }
 
 /// Where a packet was seen: capture interface, VLAN tags, Linux cooked-capture
@@ -93,34 +133,49 @@ pub(crate) struct SightKey {
     pub(crate) sll_pkttype: Option<u8>,
 }
 
-/// The first sighting of a packet.
+/// The first sighting of a packet, as a stream's table keeps it (40 bytes).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct DupEntry {
-    pub(crate) sig: DupSig,
-    pub(crate) key: SightKey,
-    pub(crate) frame: FrameNo,
-    pub(crate) ts: Timestamp,
+struct DupEntry {
+    /// [`DupSig::identity`] of the packet.
+    id: u64,
+    frame: FrameNo,
+    ts: Timestamp,
     /// Our verdict on the first sighting, copied to later sightings (the
-    /// analyzer's recent-verdict ring is cut to 4 when a stream finishes).
+    /// table's analyzers keep none).
     analysis: crate::packed::PackedAnalysis,
     /// Bytes in flight computed for the first sighting (0 = none; saturated
     /// at `u32::MAX`, far above any real flight size: the scaled window
     /// is at most 2^30 bytes, RFC 7323 §2.3).
     bytes_in_flight: u32,
+    /// Index of the place it was seen at in [`SightingTable::places`].
+    place: u8,
     /// Another sighting already matched this entry.
     matched: bool,
+}
+
+/// The first sighting a packet duplicates ([`SightingTable::observe`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FirstSighting {
+    pub(crate) frame: FrameNo,
+    pub(crate) ts: Timestamp,
+    /// The capture interface it was seen on.
+    pub(crate) interface: InterfaceId,
+    analysis: crate::packed::PackedAnalysis,
+    bytes_in_flight: u32,
 }
 
 /// Per-stream first sightings, bounded by [`MAX_ENTRIES`] and expired by
 /// timestamp (see the module documentation).
 #[derive(Debug, Default)]
 pub(crate) struct SightingTable {
-    /// `DupSig::quick` of each entry, parallel to `entries` (dense scan).
+    /// [`fold`] of each entry's identity, parallel to `entries` (dense scan).
     quick: VecDeque<u32>,
     entries: VecDeque<DupEntry>,
-    /// Latest timestamp seen per place (≤ [`MAX_PLACES`]).
+    /// Every place the stream was seen at (at most [`MAX_PLACE_INDEX`] + 1;
+    /// entries name theirs by index) with the latest timestamp seen there.
     places: Vec<(SightKey, Timestamp)>,
-    /// More places than tracked were seen.
+    /// More places were seen than [`MAX_PLACES`] (timestamp expiry falls
+    /// back to the single-place horizon) or than the list holds.
     places_overflow: bool,
     /// [`SightingTable::close`] kept pending entries; not yet handed to a [`SweepQueue`].
     sweep_wanted: bool,
@@ -147,10 +202,20 @@ fn filter_bit(q: u32) -> (usize, u64) {
     (i / 64, 1u64 << (i % 64))
 }
 
-impl DupEntry {
+/// Highest place index an entry can hold: a stream seen at more places
+/// remembers no first sighting from the further ones (256 interface, VLAN
+/// and cooked-capture combinations for one connection do not occur).
+const MAX_PLACE_INDEX: usize = u8::MAX as usize;
+
+impl FirstSighting {
     /// Our verdict on the first sighting.
     pub(crate) fn analysis(&self) -> SegmentAnalysis {
         self.analysis.unpack()
+    }
+
+    /// Bytes in flight computed for the first sighting.
+    pub(crate) fn bytes_in_flight(&self) -> Option<u64> {
+        (self.bytes_in_flight != 0).then_some(u64::from(self.bytes_in_flight))
     }
 }
 
@@ -195,11 +260,12 @@ impl SightingTable {
         frame: FrameNo,
         ts: Timestamp,
         window_ns: i64,
-    ) -> Option<DupEntry> {
+    ) -> Option<FirstSighting> {
         let window = window_ns.max(0);
-        self.note_place(key, ts);
+        let place = self.note_place(key, ts);
         self.expire(window);
-        let q = sig.quick();
+        let id = sig.identity();
+        let q = fold(id);
         // Newest first; the dense `quick` column is scanned alone and only
         // its equal values look at the full entry. Most packets match no
         // entry: a branch-free pass over the column settles that first.
@@ -213,7 +279,7 @@ impl SightingTable {
             None => true,
         };
         if !maybe || (!contains_quick(qa, q) && !contains_quick(qb, q)) {
-            self.remember(sig, q, key, frame, ts);
+            self.remember(id, place, frame, ts);
             return None;
         }
         let candidates = qb
@@ -224,9 +290,9 @@ impl SightingTable {
             .chain(qa.iter().enumerate().rev());
         for (i, _) in candidates.filter(|(_, v)| **v == q) {
             if let Some(e) = self.entries.get_mut(i) {
-                if e.sig == sig
+                if e.id == id
                     && ts.0.abs_diff(e.ts.0) <= window as u64
-                    && (sig.fp.strong() || e.key != key)
+                    && (sig.fp.strong() || Some(e.place) != place)
                 {
                     e.matched = true;
                     hit = Some(*e);
@@ -234,15 +300,30 @@ impl SightingTable {
                 }
             }
         }
-        if hit.is_none() {
-            self.remember(sig, q, key, frame, ts);
+        match hit {
+            Some(e) => Some(FirstSighting {
+                frame: e.frame,
+                ts: e.ts,
+                interface: self
+                    .places
+                    .get(usize::from(e.place))
+                    .map_or(InterfaceId(0), |p| p.0.interface),
+                analysis: e.analysis,
+                bytes_in_flight: e.bytes_in_flight,
+            }),
+            None => {
+                self.remember(id, place, frame, ts);
+                None
+            }
         }
-        hit
     }
 
-    /// Remember a first sighting (`q` = `sig.quick()`), evicting the oldest
-    /// inserted entry at [`MAX_ENTRIES`].
-    fn remember(&mut self, sig: DupSig, q: u32, key: SightKey, frame: FrameNo, ts: Timestamp) {
+    /// Remember a first sighting (identity `id`, seen at place index
+    /// `place`; none when the place list is full: not remembered), evicting
+    /// the oldest inserted entry at [`MAX_ENTRIES`].
+    fn remember(&mut self, id: u64, place: Option<u8>, frame: FrameNo, ts: Timestamp) {
+        let Some(place) = place else { return };
+        let q = fold(id);
         if self.entries.len() >= MAX_ENTRIES {
             self.quick.pop_front();
             self.entries.pop_front();
@@ -262,12 +343,12 @@ impl SightingTable {
         crate::grow::push_back(
             &mut self.entries,
             DupEntry {
-                sig,
-                key,
+                id,
                 frame,
                 ts,
                 analysis: crate::packed::PackedAnalysis::default(),
                 bytes_in_flight: 0,
+                place,
                 matched: false,
             },
         );
@@ -286,11 +367,6 @@ impl SightingTable {
         self.since_rebuild = 0;
     }
 
-    /// Bytes in flight computed for this first sighting.
-    pub(crate) fn bytes_in_flight(e: &DupEntry) -> Option<u64> {
-        (e.bytes_in_flight != 0).then_some(u64::from(e.bytes_in_flight))
-    }
-
     /// Record the verdict of the first sighting `frame` (just observed).
     pub(crate) fn set_verdict(
         &mut self,
@@ -304,18 +380,27 @@ impl SightingTable {
         }
     }
 
-    fn note_place(&mut self, key: SightKey, ts: Timestamp) {
-        if let Some(p) = self.places.iter_mut().find(|p| p.0 == key) {
-            if ts > p.1 {
-                p.1 = ts;
+    /// Note that the stream was seen at `key` at `ts`; returns the place's
+    /// index in [`SightingTable::places`] (none once the list is full).
+    fn note_place(&mut self, key: SightKey, ts: Timestamp) -> Option<u8> {
+        if let Some(i) = self.places.iter().position(|p| p.0 == key) {
+            if let Some(p) = self.places.get_mut(i) {
+                if ts > p.1 {
+                    p.1 = ts;
+                }
             }
-        } else if self.places.len() < MAX_PLACES {
-            // Usually one place per stream: no room for four up front.
-            self.places.reserve_exact(1);
-            self.places.push((key, ts));
-        } else {
+            return u8::try_from(i).ok();
+        }
+        if self.places.len() >= MAX_PLACES {
             self.places_overflow = true;
         }
+        if self.places.len() > MAX_PLACE_INDEX {
+            return None;
+        }
+        // Usually one place per stream: no room for four up front.
+        self.places.reserve_exact(1);
+        self.places.push((key, ts));
+        u8::try_from(self.places.len() - 1).ok()
     }
 
     /// Drop entries (from the oldest inserted) that no future packet can match.
@@ -327,8 +412,10 @@ impl SightingTable {
                 .min()
                 .map(|t| t.saturating_sub(window))
         } else {
+            // The first MAX_PLACES places only: expiry follows those.
             self.places
                 .iter()
+                .take(MAX_PLACES)
                 .map(|p| p.1 .0)
                 .max()
                 .map(|t| t.saturating_sub(window.max(SINGLE_PLACE_HORIZON_NS)))
@@ -375,8 +462,7 @@ impl SightingTable {
             keep
         });
         self.quick.clear();
-        self.quick
-            .extend(self.entries.iter().map(|e| e.sig.quick()));
+        self.quick.extend(self.entries.iter().map(|e| fold(e.id)));
         if self.entries.capacity() > self.entries.len() {
             self.entries.shrink_to_fit();
             self.quick.shrink_to_fit();
@@ -400,7 +486,8 @@ impl SightingTable {
         self.entries.drain(..extra);
         self.quick.shrink_to_fit();
         self.entries.shrink_to_fit();
-        self.places = Vec::new();
+        // The entries kept name their places by index.
+        self.places.shrink_to_fit();
         self.filter = None;
     }
 }
@@ -626,5 +713,148 @@ mod tests {
         }
         assert_eq!(q.pop_due(Timestamp(0)), Some(0));
         assert_eq!(q.pop_due(Timestamp(0)), None);
+    }
+
+    #[test]
+    fn an_entry_is_40_bytes() {
+        assert_eq!(std::mem::size_of::<DupEntry>(), 40);
+    }
+
+    #[test]
+    fn identities_tell_every_field_apart() {
+        let base = sig(1, 5);
+        let tcp = |f: &dyn Fn(&mut TcpFingerprint)| {
+            let mut s = base;
+            if let L4Fingerprint::Tcp(t) = &mut s.fp.l4 {
+                f(t);
+            }
+            s
+        };
+        let variants = [
+            base,
+            DupSig {
+                dir: Direction::ServerToClient,
+                ..base
+            },
+            DupSig {
+                fp: PacketFingerprint {
+                    ip_id: None,
+                    ..base.fp
+                },
+                ..base
+            },
+            DupSig {
+                fp: PacketFingerprint {
+                    ip_id: Some(0),
+                    ..base.fp
+                },
+                ..base
+            },
+            tcp(&|t| t.seq = SeqNum(2)),
+            tcp(&|t| t.ack = SeqNum(2)),
+            tcp(&|t| t.flags = 0x18),
+            tcp(&|t| t.window = 501),
+            tcp(&|t| t.payload_len = 101),
+            tcp(&|t| t.timestamps = Some((0, 0))),
+            tcp(&|t| t.timestamps = Some((0, 1))),
+            tcp(&|t| t.sack0 = Some((SeqNum(0), SeqNum(0)))),
+            tcp(&|t| t.sack0 = Some((SeqNum(0), SeqNum(1)))),
+            tcp(&|t| t.payload_hash = 8),
+            DupSig {
+                fp: PacketFingerprint {
+                    l4: L4Fingerprint::Udp(crate::UdpFingerprint {
+                        payload_len: 100,
+                        payload_hash: 7,
+                    }),
+                    ..base.fp
+                },
+                ..base
+            },
+        ];
+        let ids: Vec<u64> = variants.iter().map(DupSig::identity).collect();
+        for (i, a) in ids.iter().enumerate() {
+            for (j, b) in ids.iter().enumerate().skip(i + 1) {
+                assert_ne!(a, b, "variants {i} and {j}");
+            }
+        }
+        assert_eq!(base.identity(), sig(1, 5).identity());
+        // A bulk transfer's segments (seq and IP ID counting up, ACKs
+        // alternating): no two identities and no two folds of neighbours equal.
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..200_000u32 {
+            let s = tcp(&|t| {
+                t.seq = SeqNum(i.wrapping_mul(1448));
+                t.ack = SeqNum(i / 2);
+            });
+            assert!(seen.insert(s.identity()), "segment {i}");
+        }
+    }
+
+    #[test]
+    fn a_match_names_the_interface_of_its_first_sighting() {
+        let mut t = SightingTable::default();
+        // Six places (more than the four expiry follows), a weak fingerprint
+        // (IP ID 0) each time: only another place makes a match.
+        for p in 0..6u32 {
+            t.observe(
+                sig(100 + p, 1),
+                place(10 + p),
+                FrameNo(u64::from(p) + 1),
+                Timestamp(0),
+                W,
+            );
+        }
+        assert!(t
+            .observe(sig(7, 0), place(15), FrameNo(10), Timestamp(1), W)
+            .is_none());
+        assert!(t
+            .observe(sig(7, 0), place(15), FrameNo(11), Timestamp(2), W)
+            .is_none());
+        let hit = t.observe(sig(7, 0), place(13), FrameNo(12), Timestamp(3), W);
+        assert_eq!(
+            hit.map(|e| (e.frame.get(), e.interface)),
+            Some((11, InterfaceId(15)))
+        );
+        // A strong fingerprint matches at its own place too.
+        let hit = t.observe(sig(104, 1), place(14), FrameNo(13), Timestamp(4), W);
+        assert_eq!(
+            hit.map(|e| (e.frame.get(), e.interface)),
+            Some((5, InterfaceId(14)))
+        );
+    }
+
+    #[test]
+    fn a_stream_at_more_places_than_the_list_holds_forgets_the_further_ones() {
+        let mut t = SightingTable::default();
+        for p in 0..=(MAX_PLACE_INDEX as u32 + 10) {
+            t.observe(
+                sig(p, p + 1),
+                place(p),
+                FrameNo(u64::from(p)),
+                Timestamp(0),
+                W,
+            );
+        }
+        assert_eq!(t.places.len(), MAX_PLACE_INDEX + 1);
+        // The 256th place's packet is remembered, the 257th's is not.
+        let last = MAX_PLACE_INDEX as u32;
+        assert!(t
+            .observe(
+                sig(last, last + 1),
+                place(1),
+                FrameNo(9000),
+                Timestamp(1),
+                W
+            )
+            .is_some());
+        assert!(t
+            .observe(
+                sig(last + 1, last + 2),
+                place(1),
+                FrameNo(9001),
+                Timestamp(1),
+                W
+            )
+            .is_none());
     }
 }

@@ -125,6 +125,10 @@ pub struct StreamAnalyzer {
     /// [`StreamAnalyzer::compact`] ran: no history any more.
     compacted: bool,
     recent: VecDeque<RecentVerdict>,
+    /// The caller puts a first sighting's verdict on its later sightings
+    /// itself ([`StreamAnalyzer::without_recent_verdicts`]): `recent` stays
+    /// empty.
+    no_recent: bool,
     /// The next segment is the SYN that opened this stream by reusing ports.
     pending_reused_ports: bool,
 }
@@ -207,6 +211,19 @@ impl StreamAnalyzer {
     /// A fresh analyzer for a new stream.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A fresh analyzer for a caller that keeps each first sighting's verdict
+    /// itself and copies it to later sightings (the flow table keeps it with
+    /// the sighting's fingerprint, `sightings.rs`): it keeps no ring of
+    /// recent verdicts (up to [`RECENT_VERDICTS`] × 24 bytes and a push per
+    /// segment), and a segment with [`SegmentInput::duplicate_of`] set gets
+    /// the default `analysis` and no `bytes_in_flight` for the caller to fill.
+    pub(crate) fn without_recent_verdicts() -> Self {
+        StreamAnalyzer {
+            no_recent: true,
+            ..Self::default()
+        }
     }
 
     /// Take the buffers of `old` (a stream record being replaced), emptied,
@@ -393,6 +410,9 @@ impl StreamAnalyzer {
             }
         }
 
+        if self.no_recent {
+            return v;
+        }
         if self.recent.len() >= RECENT_VERDICTS {
             self.recent.pop_front();
         }

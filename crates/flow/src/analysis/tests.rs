@@ -152,7 +152,12 @@ impl Conv {
 
     /// SYN (WS 7) / SYN-ACK (WS 7) / ACK with a 10 ms handshake RTT.
     fn handshake() -> Self {
-        let mut c = Conv::new();
+        Conv::handshake_on(StreamAnalyzer::new())
+    }
+
+    /// [`Conv::handshake`] through analyzer `an`.
+    fn handshake_on(an: StreamAnalyzer) -> Self {
+        let mut c = Conv { an, ..Conv::new() };
         let ws = Opts {
             wscale: Some(7),
             ..Opts::default()
@@ -486,6 +491,34 @@ fn duplicate_of_a_retransmission_keeps_the_retransmission_flag() {
         },
     );
     assert_eq!(v.analysis, r.analysis);
+}
+
+#[test]
+fn an_analyzer_without_recent_verdicts_leaves_a_duplicate_to_its_caller() {
+    // The same conversation through both kinds: equal verdicts for first
+    // sightings; on a duplicate the ring-less analyzer gives the default
+    // verdict (the flow table fills it from the sighting) and holds no ring.
+    let mut with = Conv::handshake();
+    let mut without = Conv::handshake_on(StreamAnalyzer::without_recent_verdicts());
+    for c in [&mut with, &mut without] {
+        c.c(1, PA, 1, 1, 100, 502);
+    }
+    let r1 = with.c(300, PA, 1, 1, 100, 502);
+    let r2 = without.c(300, PA, 1, 1, 100, 502);
+    assert!(r1.analysis.retransmission);
+    assert_eq!(r1, r2);
+    let dup = Opts {
+        dup_of: Some(with.frame),
+        ..Opts::default()
+    };
+    let d1 = with.send(Direction::ClientToServer, 0, PA, 1, 1, 100, 502, dup);
+    let d2 = without.send(Direction::ClientToServer, 0, PA, 1, 1, 100, 502, dup);
+    assert!(d1.analysis.retransmission);
+    assert_eq!(d2.analysis, SegmentAnalysis::default());
+    assert_eq!(d2.bytes_in_flight, None);
+    assert_eq!(d1.wireshark, d2.wireshark);
+    assert!(with.an.recent.capacity() > 0);
+    assert_eq!(without.an.recent.capacity(), 0);
 }
 
 #[test]

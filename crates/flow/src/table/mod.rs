@@ -18,7 +18,7 @@ mod stream;
 mod stream_ids;
 
 use crate::analysis::{SegmentInput, SegmentVerdict};
-use crate::sightings::{DupEntry, DupSig, SightKey, SightingTable, SweepQueue};
+use crate::sightings::{DupSig, FirstSighting, SightKey, SweepQueue};
 use crate::{FlowEvent, FlowSummary, PacketFingerprint, SegmentEvent, Sighting};
 use compact::{First, Retired};
 use index::ConvIndex;
@@ -240,7 +240,7 @@ fn observe_sighting(
     dir: Direction,
     meta: &PacketMeta,
     fp: PacketFingerprint,
-) -> Option<DupEntry> {
+) -> Option<FirstSighting> {
     let sig = DupSig { dir, fp };
     st.dups
         .observe(sig, sight, meta.frame, meta.ts, cfg.duplicate_window_ns)
@@ -284,7 +284,7 @@ fn count_segment(
     dir: Direction,
     meta: &PacketMeta,
     (ip, seg): (&IpHeader, &TcpSegment<'_>),
-    dup: Option<&DupEntry>,
+    dup: Option<&FirstSighting>,
     (verdict, own_rtt): (&SegmentVerdict, Option<i64>),
 ) {
     let d = dir.index();
@@ -298,7 +298,7 @@ fn count_segment(
     if let Some(first) = dup {
         let a = Sighting {
             frame: first.frame,
-            interface: first.key.interface,
+            interface: first.interface,
             ts_ns: first.ts.0,
         };
         let b = Sighting {
@@ -416,7 +416,7 @@ fn process_segment(
     // fingerprint: the analyzer's own ring is cut when a stream finishes).
     if let Some(e) = dup {
         verdict.analysis = e.analysis();
-        verdict.bytes_in_flight = SightingTable::bytes_in_flight(&e);
+        verdict.bytes_in_flight = e.bytes_in_flight();
     } else {
         st.dups
             .set_verdict(meta.frame, verdict.analysis, verdict.bytes_in_flight);

@@ -59,7 +59,7 @@ impl Stream {
             synack_wscale: None,
             shifts: [None; 2],
             roles_swapped: false,
-            analyzer: StreamAnalyzer::new(),
+            analyzer: StreamAnalyzer::without_recent_verdicts(),
             acc: SummaryAcc {
                 first_frame: meta.frame,
                 last_frame: meta.frame,
