@@ -400,20 +400,11 @@ impl QualityTracker {
         }
     }
 
-    /// The slot of `stream`, the table grown to hold it (by a quarter at
-    /// least: O(1) per flow, at most a fifth unused).
+    /// The slot of `stream`, the table grown to hold it (stream ids are
+    /// dense; [`pcapsleuth_core::dense::slot_mut`]: by a quarter at least).
     fn slot_mut(&mut self, stream: StreamId) -> Option<&mut FlowSlot> {
         let idx = usize::try_from(stream.get()).ok()?;
-        if self.flows.len() <= idx {
-            // Stream ids are dense (assigned in order by the flow table).
-            let want = idx + 1;
-            if want > self.flows.capacity() {
-                let extra = (want - self.flows.len()).max(self.flows.len() / 4);
-                self.flows.reserve_exact(extra);
-            }
-            self.flows.resize_with(want, FlowSlot::default);
-        }
-        self.flows.get_mut(idx)
+        pcapsleuth_core::dense::slot_mut(&mut self.flows, idx, FlowSlot::default)
     }
 
     /// The full state of `stream` (made from its compact slot if need be).

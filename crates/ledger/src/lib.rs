@@ -274,19 +274,10 @@ impl StallLedger {
             + self.open_at_end.iter().map(boxed).sum::<usize>()
     }
 
-    /// The slot of `id`, the table grown to hold it (by a quarter at least,
-    /// so growth costs O(1) per stream and wastes at most a fifth).
+    /// The slot of `id`, the table grown to hold it
+    /// ([`pcapsleuth_core::dense::slot_mut`]: by a quarter at least).
     fn slot_mut(&mut self, id: StreamId) -> Option<&mut Slot> {
-        let i = slot_index(id)?;
-        if i >= self.slots.len() {
-            let want = i + 1;
-            if want > self.slots.capacity() {
-                let extra = (want - self.slots.len()).max(self.slots.len() / 4);
-                self.slots.reserve_exact(extra);
-            }
-            self.slots.resize_with(want, Slot::default);
-        }
-        self.slots.get_mut(i)
+        pcapsleuth_core::dense::slot_mut(&mut self.slots, slot_index(id)?, Slot::default)
     }
 
     /// Consume one flow event (in frame order).

@@ -163,17 +163,8 @@ impl FragNeeded {
         let Ok(i) = usize::try_from(stream.get()) else {
             return;
         };
-        if self.largest_sent.len() <= i {
-            let want = i + 1;
-            if want > self.largest_sent.capacity() {
-                let extra = (want - self.largest_sent.len()).max(self.largest_sent.len() / 4);
-                self.largest_sent.reserve_exact(extra);
-            }
-            self.largest_sent.resize(want, [0; 2]);
-        }
-        if let Some(m) = self
-            .largest_sent
-            .get_mut(i)
+        // Grown by a quarter at least ([`pcapsleuth_core::dense::slot_mut`]).
+        if let Some(m) = pcapsleuth_core::dense::slot_mut(&mut self.largest_sent, i, || [0; 2])
             .and_then(|e| e.get_mut(dir.index()))
         {
             *m = (*m).max(u16::try_from(ip_len).unwrap_or(u16::MAX));

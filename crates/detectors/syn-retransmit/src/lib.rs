@@ -252,18 +252,11 @@ impl SynRetransmit {
             + self.attempts.iter().map(Attempt::heap_bytes).sum::<usize>()
     }
 
-    /// The slot of `stream`, the table grown to hold it (by a quarter at least).
+    /// The slot of `stream`, the table grown to hold it
+    /// ([`pcapsleuth_core::dense::slot_mut`]: by a quarter at least).
     fn live_slot(&mut self, stream: StreamId) -> Option<&mut Live> {
         let i = usize::try_from(stream.get()).ok()?;
-        if self.live.len() <= i {
-            let want = i + 1;
-            if want > self.live.capacity() {
-                let extra = (want - self.live.len()).max(self.live.len() / 4);
-                self.live.reserve_exact(extra);
-            }
-            self.live.resize(want, Live::None);
-        }
-        self.live.get_mut(i)
+        pcapsleuth_core::dense::slot_mut(&mut self.live, i, || Live::None)
     }
 
     /// The index in `attempts` of `stream`'s live attempt, a one-SYN
