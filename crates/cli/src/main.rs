@@ -25,8 +25,8 @@ use pcapsleuth_analyze::{analyze_path, AnalyzeOptions, RunOptions};
 use pcapsleuth_core::Severity;
 use pcapsleuth_report::{
     render_capture_jsonl, render_capture_text, render_check_line, render_detector_list,
-    render_explain, render_flows_json, render_flows_text, render_github, render_json, render_junit,
-    render_markdown, CaptureReport, DetectorDoc, Report, TextOptions, SCHEMA_VERSION,
+    render_explain, render_flows_text, render_github, render_junit, render_markdown,
+    write_flows_json, write_json, CaptureReport, DetectorDoc, Report, TextOptions, SCHEMA_VERSION,
 };
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -540,6 +540,14 @@ impl Out {
         self.put_bytes(s.as_bytes());
     }
 
+    /// Write what `render` writes as it renders it (a report too large to
+    /// hold twice in memory), then flush.
+    fn put_with(&mut self, render: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
+        if let Err(e) = render(&mut self.w).and_then(|()| self.w.flush()) {
+            exit_on_write_error(e);
+        }
+    }
+
     /// [`Out::put`] for bytes (Parquet, man pages).
     fn put_bytes(&mut self, b: &[u8]) {
         if let Err(e) = self.w.write_all(b).and_then(|()| self.w.flush()) {
@@ -719,7 +727,7 @@ fn cmd_analyze(format: Format, output: Option<&Path>, run: &Batch, inputs: &[Pat
         captures,
     };
     match format {
-        Format::Json => out.put(&render_json(&report)),
+        Format::Json => out.put_with(|w| write_json(&report, w)),
         Format::Markdown => out.put(&render_markdown(&report)),
         Format::Html => {
             // Re-reads each capture for the per-flow graphs (not stdin, not
@@ -829,7 +837,7 @@ fn cmd_check(gate: &Gate, output: Option<&Path>, run: &Batch, inputs: &[PathBuf]
     };
     match gate.format {
         CheckFormat::Text => {}
-        CheckFormat::Json => out.put(&render_json(&report)),
+        CheckFormat::Json => out.put_with(|w| write_json(&report, w)),
         CheckFormat::Junit => out.put(&render_junit(&report, threshold, gate.allow_incomplete)),
         CheckFormat::Github => out.put(&render_github(&report, threshold, gate.allow_incomplete)),
     }
@@ -880,7 +888,7 @@ fn cmd_flows(format: FlowsFormat, output: Option<&Path>, run: &Batch, inputs: &[
     };
     match format {
         FlowsFormat::Text => out.put(&render_flows_text(&report)),
-        FlowsFormat::Json => out.put(&render_flows_json(&report)),
+        FlowsFormat::Json => out.put_with(|w| write_flows_json(&report, w)),
         FlowsFormat::Parquet => {
             if let Err(code) = put_parquet(&mut out, &report, true) {
                 return code;

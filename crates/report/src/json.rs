@@ -8,21 +8,28 @@ use pcapsleuth_core::Finding;
 use pcapsleuth_ledger::{sum_cause_times, CauseTime};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::io::Write;
 
 /// Serialize pretty-printed, falling back to a JSON error object. Serialization
 /// of the report model cannot fail in practice (all map keys are strings and
 /// there is no custom `Serialize`), but a renderer must never panic.
 fn pretty<T: Serialize>(v: &T) -> String {
-    match serde_json::to_string_pretty(v) {
-        Ok(mut s) => {
-            s.push('\n');
-            s
-        }
+    let mut buf = Vec::new();
+    match write_pretty(v, &mut buf) {
+        Ok(()) => String::from_utf8(buf)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
         Err(e) => format!(
             "{{\"error\": {}}}\n",
             Value::String(format!("serialization failed: {e}"))
         ),
     }
+}
+
+/// Write `v` pretty-printed (two-space indent) and a trailing newline to
+/// `w`, as it is serialised: no copy of the document in memory.
+fn write_pretty<T: Serialize, W: Write>(v: &T, mut w: W) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut w, v)?;
+    w.write_all(b"\n")
 }
 
 /// A finding as serialised: its own fields, then `community_id` (since 1.1)
@@ -68,11 +75,26 @@ struct ReportDoc<'a> {
 /// `pcapsleuth_version` ([`TOOL_VERSION`], since 1.1) follows
 /// `schema_version`.
 pub fn render_json(report: &Report) -> String {
-    pretty(&ReportDoc {
+    pretty(&report_doc(report))
+}
+
+/// [`render_json`] written to `w` as it is serialised: the same bytes, but
+/// no copy of the document in memory (a capture with a million findings
+/// renders about 1.7 GB of JSON).
+///
+/// # Errors
+/// The writer's I/O errors (a serialisation error, which the report model
+/// cannot produce, comes as an I/O error too).
+pub fn write_json<W: Write>(report: &Report, w: W) -> std::io::Result<()> {
+    write_pretty(&report_doc(report), w)
+}
+
+fn report_doc(report: &Report) -> ReportDoc<'_> {
+    ReportDoc {
         schema_version: report.schema_version,
         pcapsleuth_version: TOOL_VERSION,
         captures: &report.captures,
-    })
+    }
 }
 
 /// One JSON Lines line per finding of one capture: each line is a compact JSON
@@ -168,7 +190,10 @@ struct FlowsCapture<'a> {
     capture_quality: Option<&'a CaptureQualityReport>,
     #[serde(skip_serializing_if = "<[SourceReport]>::is_empty")]
     sources: &'a [SourceReport],
-    flows: Vec<FlowOut<'a>>,
+    /// Each with its `community_id`, made as it is written
+    /// ([`serialize_flows`]).
+    #[serde(serialize_with = "serialize_flows")]
+    flows: &'a [FlowReport],
     /// The capture's latency budget: every flow's `time_lost_by_cause`
     /// summed per cause (contract 1.1; omitted when no flow stalled).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -258,7 +283,35 @@ struct FlowsDoc<'a> {
 /// `time_lost_by_cause`, `stall_summary`) when it stalled, and the capture
 /// its `time_lost_by_cause` (the latency budget) when any flow did.
 pub fn render_flows_json(report: &Report) -> String {
-    let doc = FlowsDoc {
+    pretty(&flows_doc(report))
+}
+
+/// [`render_flows_json`] written to `w` as it is serialised: the same
+/// bytes, no copy of the document in memory.
+///
+/// # Errors
+/// As [`write_json`].
+pub fn write_flows_json<W: Write>(report: &Report, w: W) -> std::io::Result<()> {
+    write_pretty(&flows_doc(report), w)
+}
+
+/// `serialize_with` of [`FlowsCapture::flows`]: every flow with its
+/// `community_id`.
+fn serialize_flows<S: serde::Serializer>(flows: &&[FlowReport], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(flows.iter().map(|flow| FlowOut {
+        flow,
+        community_id: community_id::community_id_v1(
+            &flow.client,
+            flow.client_port,
+            &flow.server,
+            flow.server_port,
+            pcapsleuth_core::ip_protocol::TCP,
+        ),
+    }))
+}
+
+fn flows_doc(report: &Report) -> FlowsDoc<'_> {
+    FlowsDoc {
         schema_version: SCHEMA_VERSION,
         pcapsleuth_version: TOOL_VERSION,
         captures: report
@@ -270,26 +323,12 @@ pub fn render_flows_json(report: &Report) -> String {
                 incomplete: c.incomplete.as_ref(),
                 capture_quality: c.capture_quality.as_ref(),
                 sources: &c.sources,
-                flows: c
-                    .flows
-                    .iter()
-                    .map(|flow| FlowOut {
-                        flow,
-                        community_id: community_id::community_id_v1(
-                            &flow.client,
-                            flow.client_port,
-                            &flow.server,
-                            flow.server_port,
-                            pcapsleuth_core::ip_protocol::TCP,
-                        ),
-                    })
-                    .collect(),
+                flows: &c.flows,
                 time_lost_by_cause: sum_cause_times(
                     c.flows.iter().flat_map(|f| f.time_lost_by_cause.iter()),
                 ),
                 time_lost_by_service: time_lost_by_service(&c.flows),
             })
             .collect(),
-    };
-    pretty(&doc)
+    }
 }

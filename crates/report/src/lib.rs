@@ -287,6 +287,7 @@ pub use ci::{render_github, render_junit};
 pub use explain::{render_detector_list, render_explain, DetectorDoc};
 pub use json::{
     capture_status_line, render_capture_jsonl, render_flows_json, render_json, render_jsonl,
+    write_flows_json, write_json,
 };
 pub use markdown::render_markdown;
 pub use merge::{merge_reports, parse_report};

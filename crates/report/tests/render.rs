@@ -340,6 +340,33 @@ fn rendering_is_deterministic() {
 }
 
 #[test]
+fn written_json_is_the_rendered_json_byte_for_byte() {
+    // The CLI writes JSON as it serialises it (`write_json`,
+    // `write_flows_json`); the bytes must be those of the rendered string,
+    // whose snapshots pin the format.
+    for r in [sample(), flows_sample(), merged_sample()] {
+        let mut w = Vec::new();
+        write_json(&r, &mut w).unwrap();
+        assert_eq!(String::from_utf8(w).unwrap(), render_json(&r));
+        let mut w = Vec::new();
+        write_flows_json(&r, &mut w).unwrap();
+        assert_eq!(String::from_utf8(w).unwrap(), render_flows_json(&r));
+    }
+    // A failing writer is an error, not a panic or a silent success.
+    struct Full;
+    impl std::io::Write for Full {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::StorageFull.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let e = write_json(&sample(), Full).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::StorageFull);
+}
+
+#[test]
 fn empty_report_renders() {
     let r = Report {
         schema_version: SCHEMA_VERSION,

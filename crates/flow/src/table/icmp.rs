@@ -4,7 +4,7 @@
 //! `stream_ids.rs`) and to the captured segment it quotes.
 
 use super::stream_ids::WS_MIN_QUOTED_TCP;
-use super::{compact, FlowTable, PacketFlowInfo, PacketMeta, Slot};
+use super::{compact, FlowTable, PacketFlowInfo, PacketMeta, Slot, Stream};
 use crate::{FlowEvent, IcmpErrorEvent, QuotedSegmentMatch};
 use pcapsleuth_core::{Endpoint, StreamId};
 use pcapsleuth_decode::{IcmpMessage, IpHeader, QuotedPacket};
@@ -95,14 +95,15 @@ impl FlowTable {
         ev.stream = Some(id);
         ev.quoted_dir = Some(dir);
         let cfg = self.config;
-        let replayed;
+        let mut replayed = None;
         let st = match self.slots.get(idx) {
             Some(Slot::Full(st)) => Some(st.as_ref()),
             Some(Slot::First(f)) => {
                 let mut scratch = std::mem::take(&mut self.scratch);
-                replayed = compact::replay(f, id, &cfg, &mut scratch, &mut self.spare);
+                let r: &Stream =
+                    replayed.insert(compact::replay(f, id, &cfg, &mut scratch, &mut self.spare));
                 self.scratch = scratch;
-                Some(replayed.as_ref())
+                Some(r)
             }
             // Retired: its sequence bases and transmissions are gone.
             _ => None,
@@ -119,6 +120,10 @@ impl FlowTable {
                         payload_len: t.payload_len,
                         ip_len: t.ip_len,
                     });
+        }
+        // The replayed record's buffers serve the next stream made.
+        if let Some(r) = replayed {
+            self.spare = Some(r);
         }
         self.compact_quote_created(idx, meta);
         if ws_dissects {
