@@ -7,7 +7,8 @@
 
 use pcapsleuth_core::{FrameNo, InterfaceId, SeqNum, StreamId, Timestamp};
 use pcapsleuth_decode::{
-    Decoded, IpHeader, IpVersion, TcpFlags, TcpOptions, TcpSegment, Transport,
+    Decoded, IcmpKind, IcmpMessage, IpHeader, IpVersion, QuotedPacket, TcpFlags, TcpOptions,
+    TcpSegment, Transport,
 };
 use pcapsleuth_flow::{
     ConnState, FlowConfig, FlowEndReason, FlowEnded, FlowEvent, FlowTable, PacketMeta,
@@ -102,6 +103,61 @@ impl H {
             .on_packet(&meta, &d, &mut self.events)
             .stream
             .map(StreamId::get)
+    }
+
+    /// An ICMP frag-needed (MTU 1400) from a router to client `c` at
+    /// `T0 + t_ns`, quoting its SYN-sized segment to SERVER:80 at `seq`.
+    fn icmp(&mut self, c: u8, t_ns: i64, seq: u32) {
+        self.frame += 1;
+        let client = IpAddr::V4(Ipv4Addr::new(10, 0, 0, c));
+        let quoted_ip = IpHeader {
+            version: IpVersion::V4,
+            src: client,
+            dst: SERVER,
+            ttl: 63,
+            ip_id: Some(1),
+            total_len: 1500,
+            header_len: 20,
+            protocol: 6,
+            dont_fragment: true,
+            fragment: None,
+        };
+        let m = IcmpMessage {
+            version: IpVersion::V4,
+            icmp_type: 3,
+            code: 4,
+            kind: IcmpKind::FragNeeded,
+            mtu: Some(1400),
+            quoted: Some(QuotedPacket {
+                ip: quoted_ip,
+                src_port: Some(40000),
+                dst_port: Some(80),
+                tcp_seq: Some(SeqNum(seq)),
+                tcp_ack: None,
+                tcp_flags: Some(TcpFlags(S)),
+                transport_bytes: 20,
+            }),
+            echo: None,
+        };
+        let d = Decoded {
+            ip: Some(IpHeader {
+                src: IpAddr::V4(Ipv4Addr::new(203, 0, 113, 1)),
+                dst: client,
+                protocol: 1,
+                total_len: 576,
+                ip_id: Some(7),
+                ..quoted_ip
+            }),
+            transport: Transport::Icmp(m),
+            ..Decoded::default()
+        };
+        let meta = PacketMeta {
+            frame: FrameNo(self.frame),
+            ts: Timestamp(T0 + t_ns),
+            interface: InterfaceId(0),
+        };
+        self.events.clear();
+        self.table.on_packet(&meta, &d, &mut self.events);
     }
 
     fn ended(&self) -> Vec<FlowEnded> {
@@ -438,7 +494,10 @@ fn a_stream_made_from_a_one_packet_streams_buffers_analyses_as_a_fresh_one() {
     const MS: i64 = 1_000_000;
     const P: u16 = TcpFlags::PSH;
     const F: u16 = TcpFlags::FIN;
-    let run = |scan: bool| {
+    // `icmp`: after the scan, an ICMP error quotes the last scan SYN, so its
+    // stream is replayed from its one-packet record and that record given
+    // back: the connection then takes the replayed record's buffers.
+    let run = |scan: bool, icmp: bool| {
         let mut h = H::new(cfg());
         if scan {
             // Three one-SYN streams, each compacted and its record given back.
@@ -447,8 +506,24 @@ fn a_stream_made_from_a_one_packet_streams_buffers_analyses_as_a_fresh_one() {
             }
             h.ip_id = Some(4242);
             h.send(3, true, 9_900_000, 5000, 0, S, 0);
+            if icmp {
+                let before_icmp = h.table.approx_heap_bytes();
+                h.ip_id = None;
+                h.icmp(3, 9_950_000, 5000);
+                let quote = h.events.iter().find_map(|e| match e {
+                    FlowEvent::IcmpError(q) => Some(q.stream),
+                    _ => None,
+                });
+                assert_eq!(quote, Some(Some(StreamId(2))), "{:#?}", h.events);
+                // The replay took the spare record (the last SYN's, given
+                // back when it was compacted) and gave it back: the table
+                // holds as much as before, not one full record less.
+                assert_eq!(h.table.approx_heap_bytes(), before_icmp);
+                h.ip_id = Some(4242);
+            }
         } else {
-            h.frame = 3;
+            // The same frame numbers as after the scan (and the ICMP error).
+            h.frame = if icmp { 4 } else { 3 };
             h.ip_id = Some(4242);
         }
         let id = if scan { 3 } else { 0 };
@@ -481,14 +556,16 @@ fn a_stream_made_from_a_one_packet_streams_buffers_analyses_as_a_fresh_one() {
         row.tcp_stream = StreamId(0);
         (seen, row)
     };
-    let (fresh_events, fresh_row) = run(false);
-    let (reused_events, reused_row) = run(true);
-    assert!(
-        fresh_events
-            .iter()
-            .any(|e| e.contains("retransmission: true")),
-        "{fresh_events:#?}"
-    );
-    assert_eq!(reused_events, fresh_events);
-    assert_eq!(reused_row, fresh_row);
+    for icmp in [false, true] {
+        let (fresh_events, fresh_row) = run(false, icmp);
+        assert!(
+            fresh_events
+                .iter()
+                .any(|e| e.contains("retransmission: true")),
+            "{fresh_events:#?}"
+        );
+        let (reused_events, reused_row) = run(true, icmp);
+        assert_eq!(reused_events, fresh_events, "icmp: {icmp}");
+        assert_eq!(reused_row, fresh_row, "icmp: {icmp}");
+    }
 }

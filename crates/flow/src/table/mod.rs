@@ -656,8 +656,9 @@ impl FlowTable {
 
     /// Approximate memory held by the table, bytes: the inline size of every
     /// stream record plus the capacity of every heap buffer it owns, plus the
-    /// conversation index, the slot vector and the activity lists (by
-    /// capacity). Deterministic (no allocator or RSS noise), for
+    /// conversation index, the slot vector, the activity lists (by
+    /// capacity) and the spare record kept for the next stream
+    /// (`Stream::boxed`). Deterministic (no allocator or RSS noise), for
     /// memory-bound tests; excludes allocator overhead and the UDP table.
     pub fn approx_heap_bytes(&self) -> usize {
         let records: usize = self
@@ -674,6 +675,10 @@ impl FlowTable {
             + self.lru.heap_bytes()
             + self.sweep.heap_bytes()
             + records
+            + self
+                .spare
+                .as_ref()
+                .map_or(0, |st| std::mem::size_of::<Stream>() + st.heap_bytes())
     }
 
     /// Number of streams assigned so far (live and retired).
