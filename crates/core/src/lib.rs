@@ -9,12 +9,14 @@
 //! - [`SeqNum`] is a TCP sequence number with RFC 1982 serial arithmetic and
 //!   deliberately no `Ord`: serial order is not transitive.
 //! - [`Finding`] is what a detector reports; its JSON shape is the report contract.
-//! - [`dense::slot_mut`] grows the per-stream vectors indexed by `tcp.stream`.
+//! - [`dense::slot_mut`] grows the per-stream vectors indexed by `tcp.stream`;
+//!   [`grow`] the per-stream queues.
 
 pub mod consts;
 pub mod dense;
 pub mod finding;
 pub mod flowkey;
+pub mod grow;
 pub mod seq;
 pub mod time;
 pub mod timer;

@@ -259,9 +259,9 @@ impl DirLedger {
         }
         let rec = SegmentRecord::new(s, seg.payload_len, seg.ip_len, tx);
         if at == self.unacked.len() {
-            self.unacked.push_back(rec);
+            pcapsleuth_core::grow::push_back(&mut self.unacked, rec);
         } else {
-            self.unacked.insert(at, rec);
+            pcapsleuth_core::grow::insert(&mut self.unacked, at, rec);
         }
         None
     }

@@ -122,8 +122,8 @@ pub(crate) struct Side {
 impl Side {
     /// Take `old`'s buffers, emptied, in place of this fresh side's.
     pub(crate) fn reuse_buffers(&mut self, old: Side) {
-        self.unacked = crate::grow::emptied(old.unacked);
-        self.recent = crate::grow::emptied(old.recent);
+        self.unacked = pcapsleuth_core::grow::emptied(old.unacked);
+        self.recent = pcapsleuth_core::grow::emptied(old.recent);
     }
 
     /// Heap bytes held (unacked list and transmission ring, by capacity).
@@ -196,14 +196,14 @@ impl Side {
             if self.unacked.len() >= cap {
                 self.unacked_capped = true;
             } else {
-                crate::grow::push_back(&mut self.unacked, tx);
+                pcapsleuth_core::grow::push_back(&mut self.unacked, tx);
             }
             self.snd_nxt = end;
         }
         if self.recent.len() >= RECENT_RING {
             self.recent.pop_front();
         }
-        crate::grow::push_back(&mut self.recent, tx);
+        pcapsleuth_core::grow::push_back(&mut self.recent, tx);
         resent
     }
 

@@ -41,8 +41,8 @@
 //!   first-transmission records; ≤ 256 duplicate-sighting entries of 40
 //!   bytes plus a 4-byte hash each (`sightings.rs`: a 64-bit identity of the
 //!   fingerprint, the first sighting's verdict, a place index) with a
-//!   256-byte prefilter once 64 are held. These buffers start at 2 elements
-//!   and grow by half (`grow.rs`); an unacked list is freed when everything
+//!   256-byte prefilter once 64 are held. These buffers start at 1 element,
+//!   double up to 8 and then grow by half ([`pcapsleuth_core::grow`]); an unacked list is freed when everything
 //!   in it is acknowledged. A 10-packet stream costs about 2 400 bytes while
 //!   open (`tests/open_stream_size.rs`). A closed
 //!   stream (RST, both FINs acknowledged, or replaced by a new ISN on the
@@ -66,7 +66,6 @@ pub mod analysis;
 mod endpoint;
 pub mod events;
 pub mod fingerprint;
-mod grow;
 mod packed;
 mod sightings;
 mod summary;

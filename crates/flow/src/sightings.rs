@@ -223,8 +223,8 @@ impl SightingTable {
     /// Take `old`'s fingerprint buffers, emptied, in place of this fresh
     /// table's (its prefilter is not kept: a fresh table has none).
     pub(crate) fn reuse_buffers(&mut self, old: SightingTable) {
-        self.quick = crate::grow::emptied(old.quick);
-        self.entries = crate::grow::emptied(old.entries);
+        self.quick = pcapsleuth_core::grow::emptied(old.quick);
+        self.entries = pcapsleuth_core::grow::emptied(old.entries);
         let mut places = old.places;
         places.clear();
         self.places = places;
@@ -328,7 +328,7 @@ impl SightingTable {
             self.quick.pop_front();
             self.entries.pop_front();
         }
-        crate::grow::push_back(&mut self.quick, q);
+        pcapsleuth_core::grow::push_back(&mut self.quick, q);
         self.since_rebuild += 1;
         // Every held hash must stay in the filter while there is one.
         match self.filter.as_mut() {
@@ -340,7 +340,7 @@ impl SightingTable {
             None if self.quick.len() >= FILTER_FROM => self.rebuild_filter(),
             None => {}
         }
-        crate::grow::push_back(
+        pcapsleuth_core::grow::push_back(
             &mut self.entries,
             DupEntry {
                 id,

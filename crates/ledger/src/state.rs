@@ -528,10 +528,6 @@ fn note_tx(s: &mut Side, seg: &SegmentEvent) {
     if s.recent.len() >= MAX_RECENT {
         s.recent.pop_front();
     }
-    if s.recent.capacity() == 0 {
-        // A short exchange has one or two segments unacknowledged at a time.
-        s.recent.reserve_exact(2);
-    }
     let rec = SegRec {
         seq,
         end,
@@ -539,13 +535,15 @@ fn note_tx(s: &mut Side, seg: &SegmentEvent) {
         first_tx: seg.ts,
         last_tx: seg.ts,
     };
-    // Keep the deque ordered by sequence (retransmissions of other geometry are rare).
+    // Keep the deque ordered by sequence (retransmissions of other geometry
+    // are rare); a short exchange has one segment unacknowledged at a time,
+    // so the deque starts at one slot (`pcapsleuth_core::grow`).
     let pos = s
         .recent
         .iter()
         .rposition(|r| r.seq < seq)
         .map_or(0, |p| p + 1);
-    s.recent.insert(pos, rec);
+    pcapsleuth_core::grow::insert(&mut s.recent, pos, rec);
 }
 
 /// Longest wait a timer-driven cause may explain, ns: twice Linux

@@ -258,7 +258,7 @@ fn as_receiver(d: &mut DirState, seg: &SegmentEvent, rel_ack: i64, hits: &mut Ve
     if d.ring.len() >= RING {
         d.ring.pop_front();
     }
-    d.ring.push_back(r);
+    pcapsleuth_core::grow::push_back(&mut d.ring, r);
     d.ledger.on_ack(rel_ack, seg.frame, seg.ts);
     if d.ledger.unacked_len() == 0 && d.ring.len() > 1 {
         // Nothing in flight: an episode can only start at a segment sent

@@ -299,12 +299,15 @@ impl DirState {
         if self.ring.len() >= SENT_RING {
             self.ring.pop_front();
         }
-        self.ring.push_back(Sent {
-            frame: seg.frame,
-            ts: seg.ts,
-            seq: new_seq,
-            end,
-        });
+        pcapsleuth_core::grow::push_back(
+            &mut self.ring,
+            Sent {
+                frame: seg.frame,
+                ts: seg.ts,
+                seq: new_seq,
+                end,
+            },
+        );
         if let Some(rx) = self.rx.as_mut() {
             rx.new_data(seg, new_seq, end);
         }

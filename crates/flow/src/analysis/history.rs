@@ -57,7 +57,7 @@ impl TxHistory {
     pub(crate) fn reset(&mut self) {
         let old = std::mem::take(self);
         for (d, o) in self.dirs.iter_mut().zip(old.dirs) {
-            d.records = crate::grow::emptied(o.records);
+            d.records = pcapsleuth_core::grow::emptied(o.records);
         }
     }
     /// Heap bytes held (first-transmission records, by capacity).
@@ -99,7 +99,7 @@ impl TxHistory {
         }
         if end > h.high {
             let new_start = start.max(h.high);
-            crate::grow::push_back(
+            pcapsleuth_core::grow::push_back(
                 &mut h.records,
                 TxRecord {
                     start: new_start,

@@ -232,7 +232,7 @@ impl StreamAnalyzer {
     /// set up front (a fresh analyzer makes it at its first segment).
     pub(crate) fn reuse_buffers(&mut self, old: StreamAnalyzer) {
         self.ws.reuse_buffers(old.ws);
-        self.recent = crate::grow::emptied(old.recent);
+        self.recent = pcapsleuth_core::grow::emptied(old.recent);
         if let (None, false, Some(mut h)) = (&self.history, self.compacted, old.history) {
             h.reset();
             self.history = Some(h);
@@ -416,7 +416,7 @@ impl StreamAnalyzer {
         if self.recent.len() >= RECENT_VERDICTS {
             self.recent.pop_front();
         }
-        crate::grow::push_back(
+        pcapsleuth_core::grow::push_back(
             &mut self.recent,
             RecentVerdict {
                 frame: input.frame,

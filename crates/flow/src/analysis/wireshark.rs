@@ -219,7 +219,7 @@ impl Machine {
     /// (see `Stream::reuse_buffers`).
     pub(crate) fn reuse_buffers(&mut self, old: Machine) {
         for (f, o) in self.flows.iter_mut().zip(old.flows) {
-            f.segments = crate::grow::emptied(o.segments);
+            f.segments = pcapsleuth_core::grow::emptied(o.segments);
         }
     }
 }
@@ -547,7 +547,7 @@ impl Machine {
                     fwd.sorted = after && span < SORTED_MAX_SPAN;
                 }
             }
-            crate::grow::push_back(
+            pcapsleuth_core::grow::push_back(
                 &mut fwd.segments,
                 Unacked {
                     frame: s.frame,
