@@ -102,6 +102,22 @@ pub struct FragNeededEvidence {
     /// segment); `frames` then cites the first 100 and the last 10.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frames_total: Option<usize>,
+    /// Only on a flood finding: its messages each quote a flow the capture
+    /// does not hold, beyond the first [`crate::UNPLACED_GROUPS_CAP`] such
+    /// flows (reported one by one); `count` says how many were folded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flood: Option<FloodEvidence>,
+}
+
+/// The `flood` object of a flood finding (see [`crate::UNPLACED_GROUPS_CAP`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FloodEvidence {
+    /// Quoted flows reported in findings of their own before the fold began.
+    pub reported_apart: usize,
+    /// The finding folds the messages of every ICMP source beyond the first
+    /// [`crate::FLOOD_SOURCES_CAP`] (its `icmp_source` and `mtu` are those
+    /// of its first message), not one source's.
+    pub other_sources: bool,
 }
 
 /// One group of ICMP messages, diagnosed.
@@ -151,7 +167,8 @@ impl FragNeeded {
     /// Diagnose every group of ICMP messages seen so far: one [`Diagnosis`]
     /// per group (in group-key order), except that the ICMPs of a route whose
     /// frag-needed recurred give one [`Diagnosis`] per burst (after the
-    /// groups, in route then burst order).
+    /// groups, in route then burst order); then one per flood (by ICMP
+    /// source and MTU, the sources beyond [`crate::FLOOD_SOURCES_CAP`] first).
     pub fn diagnose(&self, ctx: &FinishContext) -> Vec<Diagnosis> {
         let recurring = self.recurrences();
         // A group lies within one route (its quoted addresses and MTU): the
@@ -177,7 +194,28 @@ impl FragNeeded {
                 out.extend(self.diagnose_burst(rec, k, &list, ctx));
             }
         }
+        for (key, g) in &self.floods {
+            out.extend(self.diagnose_flood(g.clone(), key.is_none(), ctx));
+        }
         out
+    }
+
+    /// A flood: messages quoting flows the capture does not hold, folded
+    /// beyond [`crate::UNPLACED_GROUPS_CAP`]. Named after no flow (each
+    /// message quotes its own); the first message's quote is in the prose.
+    fn diagnose_flood(
+        &self,
+        g: Group,
+        other_sources: bool,
+        ctx: &FinishContext,
+    ) -> Option<Diagnosis> {
+        let mut d = self.diagnose_group(g, None, None, ctx)?;
+        d.flow = None;
+        d.evidence.flood = Some(FloodEvidence {
+            reported_apart: crate::UNPLACED_GROUPS_CAP,
+            other_sources,
+        });
+        Some(d)
     }
 
     /// Burst `k` of a recurring route: the ICMPs of every stream of the
@@ -318,6 +356,7 @@ impl FragNeeded {
             self_addressed_delay_ms: None,
             self_addressed_next_frame: None,
             frames_total: None,
+            flood: None,
         };
         if let Some(r) = reaction {
             g.frames.add_segment(r.frame);

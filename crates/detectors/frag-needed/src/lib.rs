@@ -13,7 +13,7 @@ mod group;
 mod recurrence;
 mod render;
 
-pub use diagnosis::{Diagnosis, FragNeededEvidence, SenderNext, Verdict};
+pub use diagnosis::{Diagnosis, FloodEvidence, FragNeededEvidence, SenderNext, Verdict};
 pub use recurrence::{BurstEvidence, UNMATCHED_SENT_BEFORE_NS};
 pub use render::render;
 
@@ -53,6 +53,18 @@ pub const FRAMES_CITED_TAIL: usize = 10;
 /// recurrence: its detail is dropped and it is reported per group, so memory
 /// stays O(groups + routes × this bound) whatever the number of messages.
 pub const ROUTE_DETAIL_CAP: usize = 4096;
+
+/// Groups of quotes the flow table could not place (flows this capture does
+/// not hold) reported one finding each. Beyond it, a message that would
+/// start another such group (and route) is folded into its ICMP source's
+/// flood finding instead: a router refusing the datagrams of a million flows
+/// is one finding, not a million, and memory stays bounded (issue 11:
+/// `icmp1m_rand` of `../shared/bench/gen-scale.py`, 1 M frag-needed each
+/// quoting its own flow, gave 1 M findings, 1.7 GB of JSON and 4.8 GiB).
+pub const UNPLACED_GROUPS_CAP: usize = 1024;
+/// ICMP sources (each with its MTU) given a flood finding of their own;
+/// messages of further sources share one flood finding.
+pub const FLOOD_SOURCES_CAP: usize = 64;
 
 /// Guess what encapsulation explains an MTU below 1500 (bytes). Overheads:
 /// IPIP 20 bytes (RFC 2003), GRE 24 (RFC 2784 over IPv4), VXLAN 50 (RFC 7348),
@@ -151,6 +163,11 @@ pub struct FragNeeded {
     /// became its group's first).
     watches_started: usize,
     follow: FollowUp,
+    /// Groups with [`GroupKey::Other`] (quotes the flow table could not place).
+    unplaced_groups: usize,
+    /// Messages beyond [`UNPLACED_GROUPS_CAP`], folded per (ICMP source,
+    /// MTU); `None`: the sources beyond [`FLOOD_SOURCES_CAP`].
+    floods: BTreeMap<Option<(IpAddr, u32)>, Group>,
     /// Largest IP datagram (bytes) captured per `tcp.stream` (dense ids)
     /// and direction index: 4 bytes a stream. [`u16::MAX`] stands for
     /// 65,535 bytes or more (an IPv6 jumbogram), which is not compared.
@@ -216,6 +233,14 @@ impl FragNeeded {
             watch: None,
         };
         let key = icmp.group_key();
+        if matches!(key, GroupKey::Other(..))
+            && self.unplaced_groups >= UNPLACED_GROUPS_CAP
+            && !self.groups.contains_key(&key)
+            && !self.routes.contains_key(&icmp.route())
+        {
+            self.fold_into_flood(&icmp);
+            return;
+        }
         let route = self.routes.entry(icmp.route()).or_default();
         route.count += 1;
         if route.count == 1 {
@@ -248,18 +273,43 @@ impl FragNeeded {
                 g.add(&icmp);
             }
             None => {
+                if matches!(key, GroupKey::Other(..)) {
+                    self.unplaced_groups += 1;
+                }
                 self.groups.insert(key, Group::new(&icmp));
             }
         }
     }
 
-    /// Entries retained: (groups, routes, messages kept in full, follow-up
-    /// watches started). Bounded by the groups and routes, not the messages.
+    /// Fold a message quoting a flow the capture does not hold, beyond
+    /// [`UNPLACED_GROUPS_CAP`] such groups, into its source's flood.
+    fn fold_into_flood(&mut self, icmp: &Icmp) {
+        let own = Some((icmp.icmp_src, icmp.mtu.unwrap_or(0)));
+        let key = if self.floods.len() < FLOOD_SOURCES_CAP || self.floods.contains_key(&own) {
+            own
+        } else {
+            None
+        };
+        match self.floods.get_mut(&key) {
+            Some(g) => {
+                if g.precedes_first(icmp) {
+                    g.first = icmp.clone();
+                }
+                g.add(icmp);
+            }
+            None => {
+                self.floods.insert(key, Group::new(icmp));
+            }
+        }
+    }
+
+    /// Entries retained: (groups and floods, routes, messages kept in full,
+    /// follow-up watches started). Bounded by the groups and routes, not the messages.
     #[cfg(test)]
     fn retained(&self) -> (usize, usize, usize, usize) {
         let detail = self.routes.values().map(|r| r.icmps.len()).sum();
         (
-            self.groups.len(),
+            self.groups.len() + self.floods.len(),
             self.routes.len(),
             detail,
             self.watches_started,

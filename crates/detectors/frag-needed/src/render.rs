@@ -1,6 +1,9 @@
 //! The words: a [`Diagnosis`] → a [`Finding`] (summary, remedy, evidence).
 
-use crate::{encapsulation_guess, Diagnosis, SenderNext, Verdict, ID, MTU_EXPIRES_S};
+use crate::{
+    encapsulation_guess, Diagnosis, FloodEvidence, SenderNext, Verdict, FLOOD_SOURCES_CAP, ID,
+    MTU_EXPIRES_S,
+};
 use pcapsleuth_core::ip_protocol;
 use pcapsleuth_core::{Endpoint, StreamRef};
 use pcapsleuth_detect::Finding;
@@ -30,6 +33,9 @@ fn summary(d: &Diagnosis) -> String {
     let e = &d.evidence;
     if let Some(b) = e.burst {
         return burst_summary(d, b);
+    }
+    if let Some(f) = &e.flood {
+        return flood_summary(d, f);
     }
     let mtu = e.mtu;
     let what = if e.icmp_source.is_ipv4() {
@@ -71,6 +77,36 @@ fn summary(d: &Diagnosis) -> String {
             )
         }
     }
+}
+
+/// A flood finding: the messages beyond the flows reported one by one.
+fn flood_summary(d: &Diagnosis, f: &FloodEvidence) -> String {
+    let e = &d.evidence;
+    let what = if e.icmp_source.is_ipv4() {
+        "ICMP fragmentation-needed"
+    } else {
+        "ICMPv6 Packet Too Big"
+    };
+    let unit = if e.count == 1 { "message" } else { "messages" };
+    let from = if f.other_sources {
+        format!(
+            "from ICMP sources beyond the first {FLOOD_SOURCES_CAP} (the first from {}, MTU {})",
+            e.icmp_source, e.mtu
+        )
+    } else {
+        format!("from {}, MTU {}", e.icmp_source, e.mtu)
+    };
+    let own = if e.self_addressed {
+        " Some are self-addressed: a host refused its own datagrams."
+    } else {
+        ""
+    };
+    format!(
+        "{what} flood: {} more {unit} {from}, each quoting a flow this capture does not hold, beyond the {} such flows reported one by one (the first folded here quotes {}).{own}",
+        e.count,
+        f.reported_apart,
+        quoted_flow(d)
+    )
 }
 
 /// What the sender did after the first ICMP, as a clause (`; the sender …`).

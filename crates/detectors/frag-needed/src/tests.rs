@@ -717,3 +717,102 @@ fn a_one_syn_stream_costs_4_bytes() {
         assert_eq!(d.largest_sent(StreamId(3), C2S), want, "{ip_len}");
     }
 }
+
+/// A router refusing the datagrams of many flows the capture does not hold
+/// (`icmp1m_rand` of `gen-scale.py`, scaled down): the first
+/// `UNPLACED_GROUPS_CAP` quoted flows are findings of their own, the rest
+/// fold into one flood finding per ICMP source and MTU (sources beyond
+/// `FLOOD_SOURCES_CAP` share one), and a message of a group already
+/// reported still joins that group.
+#[test]
+fn quotes_of_flows_beyond_the_cap_fold_into_a_flood_per_source() {
+    let quoted = |n: u64| format!("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255);
+    let mut d = FragNeeded::default();
+    let mut frame = 0u64;
+    let mut send = |d: &mut FragNeeded, router: &str, mtu: u32, n: u64| {
+        frame += 1;
+        let q = quoted(n);
+        d.on_flow_event(&unplaced_icmp(
+            frame,
+            (router, q.as_str()),
+            mtu,
+            (q.as_str(), "192.0.2.1", 6, 1500),
+            Some((40_000, 443)),
+        ));
+    };
+    let cap = UNPLACED_GROUPS_CAP as u64;
+    for n in 0..cap + 500 {
+        send(&mut d, "198.51.100.1", 1400, n);
+    }
+    // The first flow again: its own group, not the flood.
+    send(&mut d, "198.51.100.1", 1400, 0);
+    // The same router announcing another MTU is another source's flood.
+    send(&mut d, "198.51.100.1", 1280, 1);
+    // 62 more routers fill the flood sources; 7 beyond share one.
+    for r in 0..69u64 {
+        send(
+            &mut d,
+            &format!("203.0.113.{}", r + 1),
+            1400,
+            cap + 1000 + r,
+        );
+    }
+    let (groups, routes, detail, watches) = d.retained();
+    assert_eq!(groups, UNPLACED_GROUPS_CAP + FLOOD_SOURCES_CAP + 1);
+    assert_eq!(routes, UNPLACED_GROUPS_CAP);
+    // The first flow's route, with two messages, keeps them for its recurrence.
+    assert_eq!((detail, watches), (2, 0));
+
+    let ctx = FinishContext::default();
+    let out = d.diagnose(&ctx);
+    assert_eq!(out.len(), UNPLACED_GROUPS_CAP + FLOOD_SOURCES_CAP + 1);
+    let (apart, floods) = out.split_at(UNPLACED_GROUPS_CAP);
+    assert!(apart.iter().all(|x| x.evidence.flood.is_none()));
+    let first = apart
+        .iter()
+        .find(|x| x.quoted_src.addr == ip("10.0.0.0"))
+        .unwrap();
+    assert_eq!(first.evidence.count, 2);
+    assert!(first.flow.is_some());
+
+    // The sources beyond the cap first (`None` sorts first), then by source.
+    let others = &floods[0];
+    let flood = |e: &Diagnosis| e.evidence.flood.clone().unwrap();
+    assert!(flood(others).other_sources);
+    assert_eq!(others.evidence.count, 69 - (FLOOD_SOURCES_CAP - 2));
+    let main = floods
+        .iter()
+        .find(|x| x.evidence.icmp_source == ip("198.51.100.1") && x.evidence.mtu == 1400)
+        .unwrap();
+    assert_eq!(main.evidence.count, 500);
+    assert_eq!(
+        flood(main),
+        FloodEvidence {
+            reported_apart: UNPLACED_GROUPS_CAP,
+            other_sources: false
+        }
+    );
+    assert_eq!(main.severity, Severity::Info);
+    assert_eq!(main.flow, None);
+    assert_eq!(main.stream, None);
+    assert_eq!(main.frames_total, 500);
+    assert_eq!(main.frames.len(), FRAMES_CITED_HEAD + FRAMES_CITED_TAIL);
+    assert_eq!(main.frames[0], FrameNo(cap + 1));
+    let f = render(main);
+    assert_eq!(
+        f.summary,
+        format!(
+            "ICMP fragmentation-needed flood: 500 more messages from 198.51.100.1, MTU 1400, each quoting a flow this capture does not hold, beyond the {UNPLACED_GROUPS_CAP} such flows reported one by one (the first folded here quotes TCP 10.0.4.0:40000 -> 192.0.2.1:443)."
+        )
+    );
+    let json = serde_json::to_value(&f).unwrap();
+    assert_eq!(
+        json["evidence"]["flood"]["reported_apart"],
+        UNPLACED_GROUPS_CAP
+    );
+    assert_eq!(json["evidence"]["flood"]["other_sources"], false);
+    assert_eq!(json["evidence"]["count"], 500);
+    assert!(serde_json::to_value(render(&apart[0])).unwrap()["evidence"]
+        .get("flood")
+        .is_none());
+}
