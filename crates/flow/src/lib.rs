@@ -38,7 +38,7 @@
 //!   [`FlowConfig::max_unacked_segments`] (4096) × 56 bytes and a 32 × 56-byte
 //!   transmission ring; the Wireshark emulation's unacked lists ≤ 10 000 × 24
 //!   bytes per machine (`TCP_MAX_UNACKED_SEGMENTS`); ≤ 4096 × 40-byte
-//!   first-transmission records; ≤ 256 duplicate-sighting entries of 40
+//!   first-transmission records (of which at most 8 fully acknowledged); ≤ 256 duplicate-sighting entries of 40
 //!   bytes plus a 4-byte hash each (`sightings.rs`: a 64-bit identity of the
 //!   fingerprint, the first sighting's verdict, a place index) with a
 //!   256-byte prefilter once 64 are held. These buffers start at 1 element,

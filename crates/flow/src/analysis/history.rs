@@ -10,6 +10,13 @@ use std::collections::VecDeque;
 /// Most first-transmission records kept per direction (oldest dropped first).
 const MAX_RECORDS: usize = 4096;
 
+/// Fully acknowledged records kept per direction (the newest ones): enough
+/// for the time since the first transmission of a spurious retransmission
+/// of recently acknowledged bytes; older ones are dropped as ACKs arrive, so
+/// a bulk stream keeps O(bytes in flight) records, not [`MAX_RECORDS`].
+/// Karn RTT samples never need them (a later ACK is above them).
+const ACKED_KEPT: usize = 8;
+
 #[derive(Debug, Clone, Copy)]
 struct TxRecord {
     /// First byte, relative (SYN and FIN count as one byte each).
@@ -128,7 +135,75 @@ impl TxHistory {
         }
         h.snd_una = Some(a);
         let i = h.records.partition_point(|r| r.end < a);
-        let r = h.records.get(i)?;
-        (r.end == a && !r.retransmitted).then(|| (ts.saturating_sub(r.first_ts), r.frame))
+        let sample = h
+            .records
+            .get(i)
+            .filter(|r| r.end == a && !r.retransmitted)
+            .map(|r| (ts.saturating_sub(r.first_ts), r.frame));
+        let acked = i + usize::from(h.records.get(i).is_some_and(|r| r.end == a));
+        if acked > ACKED_KEPT {
+            h.records.drain(..acked - ACKED_KEPT);
+        }
+        sample
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sent(dir: usize, seq: u32, span: u32, ts: i64, frame: u64) -> Sent {
+        Sent {
+            dir,
+            seq: SeqNum(seq),
+            span,
+            ts,
+            frame: FrameNo(frame),
+        }
+    }
+
+    /// A bulk transfer acknowledged as it goes keeps a handful of records,
+    /// still gives every Karn RTT sample, and still times a spurious
+    /// retransmission of recently acknowledged bytes from their first
+    /// transmission.
+    #[test]
+    fn acknowledged_records_are_dropped_but_the_newest_few() {
+        let mut h = TxHistory::default();
+        let isn = u32::MAX - 5_000; // the sequence space wraps mid-transfer
+        let mut samples = 0;
+        for k in 0..10_000u32 {
+            let ts = i64::from(k) * 1_000;
+            let seq = isn.wrapping_add(k * 1_000);
+            assert_eq!(h.on_sent(&sent(0, seq, 1_000, ts, u64::from(k))), None);
+            let ack = seq.wrapping_add(1_000);
+            let rtt = h.on_ack(1, SeqNum(ack), ts + 300);
+            assert_eq!(rtt, Some((300, FrameNo(u64::from(k)))));
+            samples += 1;
+            assert!(h.dirs[0].records.len() <= ACKED_KEPT, "segment {k}");
+        }
+        assert_eq!(samples, 10_000);
+        assert!(h.heap_bytes() <= 2 * ACKED_KEPT * std::mem::size_of::<TxRecord>());
+        // The last segment, re-sent after its ACK (the ACK was lost on the
+        // way back): timed from its first transmission.
+        let last = isn.wrapping_add(9_999 * 1_000);
+        let since = h.on_sent(&sent(0, last, 1_000, 10_000_000_000, 20_000));
+        assert_eq!(since, Some(10_000_000_000 - 9_999_000));
+    }
+
+    /// Unacknowledged records are never dropped for being old: a
+    /// retransmission of the first of many bytes in flight is timed.
+    #[test]
+    fn unacknowledged_records_are_kept() {
+        let mut h = TxHistory::default();
+        for k in 0..100u32 {
+            h.on_sent(&sent(0, 1 + k * 100, 100, i64::from(k), u64::from(k)));
+        }
+        // Only the first 20 acknowledged.
+        assert_eq!(h.on_ack(1, SeqNum(2_001), 500), Some((481, FrameNo(19))));
+        assert_eq!(h.dirs[0].records.len(), 80 + ACKED_KEPT);
+        assert_eq!(
+            h.on_sent(&sent(0, 2_001, 100, 1_000, 200)),
+            Some(1_000 - 20)
+        );
     }
 }

@@ -82,7 +82,7 @@ pub struct SegmentVerdict {
     /// For a retransmission in our verdict: time since the first transmission
     /// of the earliest re-sent byte, ns (`None` when those bytes were not seen
     /// before or were forgotten — at most 4096 first transmissions are kept
-    /// per direction).
+    /// per direction, of which the 8 newest fully acknowledged ones).
     pub since_first_tx_ns: Option<i64>,
     /// ACK RTT, ns: this ACK newly and exactly acknowledges the end of a
     /// segment sent only once (Karn's rule, RFC 6298 §3); measured from that
