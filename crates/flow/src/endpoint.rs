@@ -233,7 +233,7 @@ impl Side {
             self.unacked.pop_front();
         }
         // Everything acknowledged: free the buffer (an idle open stream then
-        // holds none; the next transmission allocates 2 entries).
+        // holds none; the next transmission allocates 1 entry, `pcapsleuth_core::grow`).
         if self.unacked.is_empty() && self.unacked.capacity() > 0 {
             self.unacked = VecDeque::new();
         }

@@ -619,7 +619,7 @@ impl Machine {
         if rev.segments.is_empty() {
             rev.sorted = true;
             // Everything acknowledged: free the buffer (an idle open stream
-            // then holds none; the next segment allocates 2 entries).
+            // then holds none; the next segment allocates 1 entry, `pcapsleuth_core::grow`).
             if rev.segments.capacity() > 0 {
                 rev.segments = VecDeque::new();
             }
