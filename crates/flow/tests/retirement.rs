@@ -11,7 +11,8 @@ use pcapsleuth_decode::{
     TcpSegment, Transport,
 };
 use pcapsleuth_flow::{
-    ConnState, FlowConfig, FlowEndReason, FlowEnded, FlowEvent, FlowTable, PacketMeta,
+    ConnState, FlowConfig, FlowEndReason, FlowEnded, FlowEvent, FlowTable, PacketFlowInfo,
+    PacketMeta,
 };
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -93,16 +94,18 @@ impl H {
             }),
             ..Decoded::default()
         };
+        self.feed(t_ns, &d).stream.map(StreamId::get)
+    }
+
+    /// Feed `d` as the current frame at `T0 + t_ns`, its events replacing the last ones.
+    fn feed(&mut self, t_ns: i64, d: &Decoded<'_>) -> PacketFlowInfo {
         let meta = PacketMeta {
             frame: FrameNo(self.frame),
             ts: Timestamp(T0 + t_ns),
             interface: InterfaceId(0),
         };
         self.events.clear();
-        self.table
-            .on_packet(&meta, &d, &mut self.events)
-            .stream
-            .map(StreamId::get)
+        self.table.on_packet(&meta, d, &mut self.events)
     }
 
     /// An ICMP frag-needed (MTU 1400) from a router to client `c` at
@@ -151,13 +154,7 @@ impl H {
             transport: Transport::Icmp(m),
             ..Decoded::default()
         };
-        let meta = PacketMeta {
-            frame: FrameNo(self.frame),
-            ts: Timestamp(T0 + t_ns),
-            interface: InterfaceId(0),
-        };
-        self.events.clear();
-        self.table.on_packet(&meta, &d, &mut self.events);
+        self.feed(t_ns, &d);
     }
 
     fn ended(&self) -> Vec<FlowEnded> {
