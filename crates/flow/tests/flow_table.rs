@@ -13,6 +13,8 @@ use pcapsleuth_flow::{
 };
 use std::net::IpAddr;
 
+mod common;
+
 const A: &str = "192.0.2.1";
 const B: &str = "198.51.100.2";
 const S: u16 = TcpFlags::SYN;
@@ -138,15 +140,7 @@ impl Harness {
             tcp_flags: (bytes >= 14).then_some(TcpFlags(flags)),
             transport_bytes: bytes,
         };
-        let m = IcmpMessage {
-            version: IpVersion::V4,
-            icmp_type: 3,
-            code: 4,
-            kind: IcmpKind::FragNeeded,
-            mtu: Some(1400),
-            quoted: Some(q),
-            echo: None,
-        };
+        let m = common::frag_needed_1400(q);
         let mut h = ip("203.0.113.9", A, 576, 0);
         h.protocol = 1;
         let d = Decoded {

@@ -7,14 +7,15 @@
 
 use pcapsleuth_core::{FrameNo, InterfaceId, SeqNum, StreamId, Timestamp};
 use pcapsleuth_decode::{
-    Decoded, IcmpKind, IcmpMessage, IpHeader, IpVersion, QuotedPacket, TcpFlags, TcpOptions,
-    TcpSegment, Transport,
+    Decoded, IpHeader, IpVersion, QuotedPacket, TcpFlags, TcpOptions, TcpSegment, Transport,
 };
 use pcapsleuth_flow::{
     ConnState, FlowConfig, FlowEndReason, FlowEnded, FlowEvent, FlowTable, PacketFlowInfo,
     PacketMeta,
 };
 use std::net::{IpAddr, Ipv4Addr};
+
+mod common;
 
 const S: u16 = TcpFlags::SYN;
 const AK: u16 = TcpFlags::ACK;
@@ -125,23 +126,15 @@ impl H {
             dont_fragment: true,
             fragment: None,
         };
-        let m = IcmpMessage {
-            version: IpVersion::V4,
-            icmp_type: 3,
-            code: 4,
-            kind: IcmpKind::FragNeeded,
-            mtu: Some(1400),
-            quoted: Some(QuotedPacket {
-                ip: quoted_ip,
-                src_port: Some(40000),
-                dst_port: Some(80),
-                tcp_seq: Some(SeqNum(seq)),
-                tcp_ack: None,
-                tcp_flags: Some(TcpFlags(S)),
-                transport_bytes: 20,
-            }),
-            echo: None,
-        };
+        let m = common::frag_needed_1400(QuotedPacket {
+            ip: quoted_ip,
+            src_port: Some(40000),
+            dst_port: Some(80),
+            tcp_seq: Some(SeqNum(seq)),
+            tcp_ack: None,
+            tcp_flags: Some(TcpFlags(S)),
+            transport_bytes: 20,
+        });
         let d = Decoded {
             ip: Some(IpHeader {
                 src: IpAddr::V4(Ipv4Addr::new(203, 0, 113, 1)),
