@@ -816,3 +816,39 @@ fn quotes_of_flows_beyond_the_cap_fold_into_a_flood_per_source() {
         .get("flood")
         .is_none());
 }
+
+/// The same fold for ICMPv6 Packet Too Big (RFC 8201): the flood finding
+/// names its source and MTU and says "ICMPv6 Packet Too Big".
+#[test]
+fn packet_too_big_quotes_beyond_the_cap_fold_into_a_flood() {
+    let mut d = FragNeeded::default();
+    let cap = UNPLACED_GROUPS_CAP as u64;
+    for n in 0..cap + 3 {
+        let q = format!("2001:db8:1::{:x}", n + 1);
+        d.on_flow_event(&unplaced_icmp(
+            n + 1,
+            ("2001:db8::1", q.as_str()),
+            1280,
+            (q.as_str(), "2001:db8:2::1", 6, 1500),
+            Some((40_000, 443)),
+        ));
+    }
+    let out = d.diagnose(&FinishContext::default());
+    assert_eq!(out.len(), UNPLACED_GROUPS_CAP + 1);
+    let flood = out.last().unwrap();
+    assert_eq!(flood.evidence.count, 3);
+    assert_eq!(
+        flood.frames,
+        vec![FrameNo(cap + 1), FrameNo(cap + 2), FrameNo(cap + 3)]
+    );
+    assert!(
+        render(flood).summary.starts_with(
+            "ICMPv6 Packet Too Big flood: 3 more messages from 2001:db8::1, MTU 1280, each quoting"
+        ),
+        "{}",
+        render(flood).summary
+    );
+    assert!(render(flood)
+        .summary
+        .contains("TCP [2001:db8:1::401]:40000 -> [2001:db8:2::1]:443"));
+}
