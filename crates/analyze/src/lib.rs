@@ -36,7 +36,9 @@ pub use merge::analyze_merged;
 pub use pcapsleuth_detect::{
     CaptureSpan, DetectorInfo, FinishContext, InterfaceContext, PacketContext,
 };
-pub use pipeline::{drive, observe_path, FlowDetail, PacketObserver, Pipeline, PipelineOutput};
+pub use pipeline::{
+    drive, observe_path, DetectorLimit, FlowDetail, PacketObserver, Pipeline, PipelineOutput,
+};
 pub use registry::{all_detectors, detector_infos, find_detector};
 pub use runner::{analyze_inputs, RunError, RunOptions};
 pub use staged::StagedPipeline;
@@ -126,6 +128,7 @@ fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureRep
     let out = pipe.finish(reader.interfaces());
     let out_caps: Vec<u64> = out.unacked_capped.iter().map(|s| s.get()).collect();
     let flow_cap = flow_cap_warning(&out.flow_stats, opts);
+    let limits = detector_limit_warnings(&out.detector_limits);
     fill_report(report, out, opts);
     // Wireshark numbers some non-packet pcapng blocks (custom, journal) as
     // frames; the reader counts them, so the total is right even when the
@@ -138,6 +141,7 @@ fn run(mut reader: CaptureReader, opts: &AnalyzeOptions, report: &mut CaptureRep
     }
     report.warnings.extend(unacked_cap_warning(&out_caps, opts));
     report.warnings.extend(flow_cap);
+    report.warnings.extend(limits);
     note_read_incomplete(report);
 }
 
@@ -255,6 +259,35 @@ pub(crate) fn flow_cap_warning(
     })
 }
 
+/// One `detector_limit` warning per capture-wide detector bound that was
+/// reached ([`PipelineOutput::detector_limits`]): the detector did not
+/// examine the capture from `frame` on for that concern, and says so.
+pub(crate) fn detector_limit_warnings(limits: &[DetectorLimit]) -> Vec<WarningReport> {
+    limits
+        .iter()
+        .map(|l| {
+            let b = &l.bound;
+            let at = b
+                .first_frame
+                .map(|f| format!(" at frame {}", f.get()))
+                .unwrap_or_default();
+            WarningReport {
+                kind: WarningKindReport::DetectorLimit,
+                offset: 0,
+                frame: b.first_frame.map(|f| f.get()),
+                message: format!(
+                    "{} keeps at most {} {} per capture (its memory bound); it reached it{} and from there on refused {} more, so its findings say nothing about what it refused",
+                    l.detector,
+                    b.limit,
+                    b.what,
+                    at,
+                    b.refused,
+                ),
+            }
+        })
+        .collect()
+}
+
 /// Copy the pipeline's output into the report: span, frame count (the last
 /// frame number; callers that know better overwrite it), findings,
 /// `tcp_streams` and, with [`AnalyzeOptions::with_flows`], `flows` with
@@ -297,5 +330,39 @@ pub(crate) fn interface_report(i: &pcapsleuth_ingest::InterfaceInfo) -> Interfac
         id: i.id.get(),
         name: i.name.clone(),
         linktype: i.linktype.name(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pcapsleuth_core::FrameNo;
+    use pcapsleuth_detect::Bound;
+
+    /// One `detector_limit` warning per bound reached: not about a record
+    /// (offset 0), `frame` the first frame not examined, the message naming
+    /// the detector, the bound, the count and the frame.
+    #[test]
+    fn detector_limits_become_warnings() {
+        let mut bound = Bound::new("DNS messages", 1_000_000);
+        bound.refuse(FrameNo(1_234_567));
+        bound.refuse(FrameNo(1_234_570));
+        let w = detector_limit_warnings(&[DetectorLimit {
+            detector: "dns-timeout",
+            bound,
+        }]);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].kind, WarningKindReport::DetectorLimit);
+        assert!(!w[0].kind.is_about_a_record());
+        assert_eq!((w[0].offset, w[0].frame), (0, Some(1_234_567)));
+        assert_eq!(
+            w[0].message,
+            "dns-timeout keeps at most 1000000 DNS messages per capture (its memory bound); it reached it at frame 1234567 and from there on refused 2 more, so its findings say nothing about what it refused"
+        );
+        assert_eq!(
+            serde_json::to_value(w[0].kind).expect("serialises"),
+            serde_json::json!("detector_limit")
+        );
+        assert!(detector_limit_warnings(&[]).is_empty());
     }
 }

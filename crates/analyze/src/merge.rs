@@ -398,6 +398,7 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
     }
     let out = pipe.finish(&merge.interfaces());
     let flow_cap = crate::flow_cap_warning(&out.flow_stats, opts);
+    let limits = crate::detector_limit_warnings(&out.detector_limits);
     fill_report(&mut report, out, opts);
     for f in &mut report.findings {
         f.source_frames = f
@@ -440,6 +441,7 @@ pub fn analyze_merged(paths: &[PathBuf], opts: &AnalyzeOptions) -> CaptureReport
         }
     }
     report.warnings.extend(flow_cap);
+    report.warnings.extend(limits);
     let errors = merge.errors();
     if !errors.is_empty() {
         report.error = Some(errors.join("; "));

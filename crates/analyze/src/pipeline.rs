@@ -92,6 +92,20 @@ pub struct PipelineOutput {
     /// The stall ledger of the capture (run when the pipeline has detectors;
     /// the detectors saw it in [`FinishContext::ledger`]).
     pub ledger: Option<pcapsleuth_ledger::LedgerReport>,
+    /// The capture-wide memory bounds the detectors reached (in detector
+    /// order): parts of the capture a detector did not examine; the report
+    /// gives each a `detector_limit` warning.
+    pub detector_limits: Vec<DetectorLimit>,
+}
+
+/// A detector's capture-wide memory bound that was reached
+/// ([`pcapsleuth_detect::Detector::limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetectorLimit {
+    /// The detector's id.
+    pub detector: &'static str,
+    /// The bound and what went past it.
+    pub bound: pcapsleuth_detect::Bound,
 }
 
 /// The per-frame pipeline (decode → flow table → detectors), fed one frame at
@@ -401,7 +415,13 @@ pub(crate) fn conclude(
         ledger: consumers.ledger.take().map(|l| l.finish()),
     };
     let mut findings = Vec::new();
+    let mut detector_limits = Vec::new();
     for (_, d) in consumers.detectors.iter_mut() {
+        let id = d.info().id;
+        detector_limits.extend(d.limits().into_iter().map(|bound| DetectorLimit {
+            detector: id,
+            bound,
+        }));
         findings.extend(d.finish(&ctx));
     }
     sort_findings(&mut findings);
@@ -415,6 +435,7 @@ pub(crate) fn conclude(
         last_frame: front.last_frame,
         quality: ctx.quality,
         ledger: ctx.ledger,
+        detector_limits,
     }
 }
 

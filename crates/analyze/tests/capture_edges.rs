@@ -128,3 +128,116 @@ fn analyze_warns_when_the_flow_cap_is_hit() {
         assert_eq!(capped.tcp_streams, full.tcp_streams);
     }
 }
+
+/// The capture-wide memory bounds of detectors (`Detector::limits`): a
+/// detector that stops keeping what it needs says so, with the count and the
+/// first frame it did not examine, in the single-threaded and the staged
+/// pipeline alike; under its bound it says nothing. Real captures, bounds
+/// lowered through each detector's constructor.
+#[test]
+fn detectors_report_the_bounds_they_reach() {
+    use pcapsleuth_analyze::{DetectorLimit, FlowDetail, Pipeline, StagedPipeline};
+    use pcapsleuth_core::FrameNo;
+    use pcapsleuth_detect::{Bound, Detector};
+    use pcapsleuth_ingest::CaptureReader;
+
+    fn limits(file: &str, make: &dyn Fn() -> Box<dyn Detector>) -> Vec<Vec<DetectorLimit>> {
+        let path = fixtures_dir().join(file);
+        let mut out = Vec::new();
+        for threads in [1, 2] {
+            let mut reader = CaptureReader::open(&path).expect("fixture opens");
+            let o = if threads == 1 {
+                let mut pipe = Pipeline::with_detectors(FlowConfig::default(), vec![make()]);
+                assert!(pcapsleuth_analyze::drive(&mut reader, &mut pipe, &mut ()).is_none());
+                pipe.finish(reader.interfaces(), &mut ())
+            } else {
+                let mut pipe = StagedPipeline::start(
+                    FlowConfig::default(),
+                    vec![make()],
+                    1,
+                    FlowDetail::FindingsOnly,
+                )
+                .expect("threads start");
+                while let Some(frame) = reader.next_frame().expect("fixture reads") {
+                    pipe.push(&frame);
+                }
+                pipe.finish(reader.interfaces())
+            };
+            out.push(o.detector_limits);
+        }
+        assert_eq!(out[0], out[1], "{file}: staged differs");
+        out
+    }
+    let one = |detector, what, limit, refused, first| {
+        vec![DetectorLimit {
+            detector,
+            bound: Bound {
+                what,
+                limit,
+                refused,
+                first_frame: Some(FrameNo(first)),
+            },
+        }]
+    };
+    type Make = dyn Fn() -> Box<dyn Detector>;
+    let dns_default: &Make = &|| Box::new(pcapsleuth_dns_timeout::DnsTimeout::default());
+    let cil_default: &Make =
+        &|| Box::new(pcapsleuth_cross_interface_loss::CrossInterfaceLoss::default());
+    let dack_default: &Make =
+        &|| Box::new(pcapsleuth_delayed_ack_stall::DelayedAckStall::default());
+    // Under the default bounds: nothing.
+    for (file, make) in [
+        ("dns-timeout-any.pcapng", dns_default),
+        ("cross-interface-loss.pcapng", cil_default),
+        ("two-interfaces.pcapng", cil_default),
+        ("delayed-ack-stall-server.pcap", dack_default),
+    ] {
+        assert_eq!(limits(file, make)[0], vec![], "{file}");
+    }
+    // 88 DNS messages (tshark: `dns && dns.flags.opcode==0 &&
+    // dns.count.queries==1`), the first 4 kept.
+    let dns = limits("dns-timeout-any.pcapng", &|| {
+        Box::new(pcapsleuth_dns_timeout::DnsTimeout::with_max_messages(4))
+    });
+    assert_eq!(dns[0], one("dns-timeout", "DNS messages", 4, 84, 5));
+    // 300 frames; frames 4-13 recorded (1-3 are ICMPv6 multicast listener
+    // reports: no TCP or UDP, no record); every later frame refused.
+    let cil = |max, give_up| -> Box<Make> {
+        Box::new(move || {
+            Box::new(pcapsleuth_cross_interface_loss::CrossInterfaceLoss::with_limits(max, give_up))
+        })
+    };
+    assert_eq!(
+        limits("cross-interface-loss.pcapng", &*cil(10, 250_000))[0],
+        one("cross-interface-loss", "recorded packets", 10, 287, 14)
+    );
+    // dumpcap wrote 10 and more frames of one interface first: recording
+    // gave up on a "single-port" capture, then the second interface showed
+    // (262 frames).
+    assert_eq!(
+        limits("two-interfaces.pcapng", &*cil(2_000_000, 10))[0],
+        one(
+            "cross-interface-loss",
+            "packets recorded while the capture showed one interface",
+            10,
+            252,
+            11
+        )
+    );
+    // One interface only: giving up is no limit (the detector needs two).
+    assert_eq!(limits("syn-drops.pcap", &*cil(2_000_000, 5))[0], vec![]);
+    // 19 ACKs that ended a silence, the first remembered.
+    let dack = limits("delayed-ack-stall-server.pcap", &|| {
+        Box::new(pcapsleuth_delayed_ack_stall::DelayedAckStall::with_max_remembered(1))
+    });
+    assert_eq!(
+        dack[0],
+        one(
+            "delayed-ack-stall",
+            "ACK-then-segment pairs after a silence",
+            1,
+            18,
+            41
+        )
+    );
+}

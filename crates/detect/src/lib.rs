@@ -6,6 +6,7 @@
 //! packet itself (`on_packet`). At the end of the capture `finish` returns the
 //! findings. No I/O, no locks: one detector instance serves one capture.
 
+pub mod bound;
 pub mod fasthash;
 pub mod followup;
 pub mod peer;
@@ -18,6 +19,7 @@ pub mod synth;
 pub use pcapsleuth_core::timer;
 pub use pcapsleuth_ledger::{CauseSet, LedgerReport};
 
+pub use bound::Bound;
 pub use fasthash::{StreamMap, StreamSet};
 pub use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};
 pub use pcapsleuth_decode::Decoded;
@@ -294,6 +296,14 @@ pub trait Detector: Send {
     /// every stream). Default: none.
     fn ledger_causes(&self) -> CauseSet {
         CauseSet::EMPTY
+    }
+    /// The capture-wide memory bounds this detector reached ([`Bound`]):
+    /// the parts of the capture it did not examine. Asked once, before
+    /// [`Detector::finish`]; each becomes a `detector_limit` warning of the
+    /// report. Default: none (a detector whose state is all per stream,
+    /// dropped at [`FlowEvent::FlowEnded`], has no such bound).
+    fn limits(&self) -> Vec<Bound> {
+        Vec::new()
     }
     /// End of capture: return findings (any order; the pipeline sorts them).
     fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding>;

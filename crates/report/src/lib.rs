@@ -135,7 +135,7 @@
 //!
 //! | field | type | meaning |
 //! |---|---|---|
-//! | `kind` | `"truncated_record"` \| `"malformed_record"` \| `"unknown_interface"` \| `"unacked_segment_cap"` | what happened (new kinds may be added). `unacked_segment_cap` (since 1.1) is about the analysis, not a record: the flow table's unacknowledged-segment cap was hit in the flows its `message` names (`offset` 0, `frame` null), so their retransmission and loss analysis is incomplete |
+//! | `kind` | `"truncated_record"` \| `"malformed_record"` \| `"unknown_interface"` \| `"unacked_segment_cap"` \| `"flow_cap"` \| `"detector_limit"` | what happened (new kinds may be added). `unacked_segment_cap` (since 1.1) is about the analysis, not a record: the flow table's unacknowledged-segment cap was hit in the flows its `message` names (`offset` 0, `frame` null), so their retransmission and loss analysis is incomplete. `flow_cap` (since 1.2) likewise: the live-stream cap (`--max-flows`) was hit. `detector_limit` (since 1.2) likewise: a detector reached a capture-wide memory bound (`offset` 0, `frame` the frame where it did; the message names the detector, the bound and how many times it refused something after it), so its findings say nothing about what it refused |
 //! | `offset` | integer | byte offset of the record concerned, from the start of the decompressed file |
 //! | `frame` | integer \| null | the frame number the record would have had, if known |
 //! | `message` | string | human-readable detail |

@@ -46,6 +46,13 @@ pub enum WarningKindReport {
     /// (`--max-flows`) was hit and the least recently active streams were
     /// retired early (`offset` 0, `frame` null; the message says how many).
     FlowCap,
+    /// Not about the file (since 1.2): a detector reached one of its
+    /// capture-wide memory bounds and did not examine the rest of the
+    /// capture for that concern (`offset` 0, `frame` the frame where it
+    /// reached it; the message names the detector, the bound and how many
+    /// times it refused something after it). Its findings say nothing about
+    /// what it refused.
+    DetectorLimit,
 }
 
 impl WarningKindReport {
@@ -54,7 +61,9 @@ impl WarningKindReport {
     pub fn is_about_a_record(self) -> bool {
         !matches!(
             self,
-            WarningKindReport::UnackedSegmentCap | WarningKindReport::FlowCap
+            WarningKindReport::UnackedSegmentCap
+                | WarningKindReport::FlowCap
+                | WarningKindReport::DetectorLimit
         )
     }
 }

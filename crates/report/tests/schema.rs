@@ -138,6 +138,19 @@ fn incomplete_captures_and_their_jsonl_status_lines_match_the_schema() {
         frame: None,
         message: "cap hit".into(),
     };
+    // The analysis warnings of contract 1.2.
+    let flow_cap = WarningReport {
+        kind: WarningKindReport::FlowCap,
+        offset: 0,
+        frame: None,
+        message: "flow cap hit".into(),
+    };
+    let limit = WarningReport {
+        kind: WarningKindReport::DetectorLimit,
+        offset: 0,
+        frame: Some(7),
+        message: "dns-timeout keeps at most 4 DNS messages".into(),
+    };
     let mut c = CaptureReport {
         path: "cut.pcapng".into(),
         format: Some("pcapng".into()),
@@ -146,7 +159,7 @@ fn incomplete_captures_and_their_jsonl_status_lines_match_the_schema() {
         last_ts_ns: 0,
         interfaces: vec![],
         tcp_streams: 0,
-        warnings: vec![cut.clone(), cap],
+        warnings: vec![cut.clone(), cap, flow_cap, limit],
         error: None,
         incomplete: Some(cut),
         capture_quality: None,

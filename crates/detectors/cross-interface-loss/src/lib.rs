@@ -22,7 +22,7 @@ pub use index::FOLLOW_UP_HORIZON_NS;
 pub use record::{port_of, record_of, Port, Record, SubPort, TcpBits, PACKET_OUTGOING};
 
 use pcapsleuth_core::StreamRef;
-use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, PacketContext};
+use pcapsleuth_detect::{Bound, Detector, DetectorInfo, Finding, FinishContext, PacketContext};
 use std::collections::BTreeMap;
 
 /// Detector id.
@@ -46,15 +46,44 @@ struct Span {
 }
 
 /// The `cross-interface-loss` detector.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct CrossInterfaceLoss {
     records: Vec<Record>,
     spans: BTreeMap<Port, Span>,
     /// Recording stopped (single-port capture, or [`MAX_RECORDS`] reached).
     stopped: bool,
+    /// [`MAX_RECORDS`], and the packets not recorded past it.
+    records_bound: Bound,
+    /// [`SINGLE_PORT_GIVE_UP`], and the packets not recorded after giving
+    /// up (a limit only if a second port shows up later).
+    single_port_bound: Bound,
+}
+
+impl Default for CrossInterfaceLoss {
+    fn default() -> Self {
+        CrossInterfaceLoss::with_limits(MAX_RECORDS, SINGLE_PORT_GIVE_UP)
+    }
 }
 
 impl CrossInterfaceLoss {
+    /// A detector recording at most `max_records` packets (default
+    /// [`MAX_RECORDS`]) and giving up after `single_port_give_up` packets
+    /// all on one port (default [`SINGLE_PORT_GIVE_UP`]). Packets past either
+    /// are not examined; [`Detector::limits`] says how many, from which frame
+    /// (the single-port give-up only when a second port appeared after it).
+    pub fn with_limits(max_records: usize, single_port_give_up: usize) -> Self {
+        CrossInterfaceLoss {
+            records: Vec::new(),
+            spans: BTreeMap::new(),
+            stopped: false,
+            records_bound: Bound::new("recorded packets", max_records as u64),
+            single_port_bound: Bound::new(
+                "packets recorded while the capture showed one interface",
+                single_port_give_up as u64,
+            ),
+        }
+    }
+
     /// The display name of a port.
     fn port_name(ctx: &FinishContext, p: Port) -> String {
         let base = ctx
@@ -118,16 +147,22 @@ impl Detector for CrossInterfaceLoss {
                 last: ts,
                 frames: 1,
             });
+        if !self.stopped {
+            let n = self.records.len() as u64;
+            if n >= self.records_bound.limit {
+                self.stopped = true;
+            } else if n >= self.single_port_bound.limit && self.spans.len() < 2 {
+                self.stopped = true;
+                self.records = Vec::new();
+            }
+        }
         if self.stopped {
-            return;
-        }
-        if self.records.len() >= MAX_RECORDS {
-            self.stopped = true;
-            return;
-        }
-        if self.records.len() >= SINGLE_PORT_GIVE_UP && self.spans.len() < 2 {
-            self.stopped = true;
-            self.records = Vec::new();
+            // Which bound stopped the recording: the records kept say.
+            if self.records.is_empty() {
+                self.single_port_bound.refuse(pkt.meta.frame);
+            } else {
+                self.records_bound.refuse(pkt.meta.frame);
+            }
             return;
         }
         let stream = pkt
@@ -138,6 +173,21 @@ impl Detector for CrossInterfaceLoss {
         if let Some(r) = record_of(pkt.meta.frame, ts, port, pkt.decoded, stream) {
             self.records.push(r);
         }
+    }
+
+    /// [`MAX_RECORDS`] when reached; the single-port give-up when a second
+    /// port appeared after it (on a one-port capture it is no limit: the
+    /// detector needs two).
+    fn limits(&self) -> Vec<Bound> {
+        let single = self
+            .single_port_bound
+            .if_reached()
+            .filter(|_| self.spans.len() >= 2);
+        self.records_bound
+            .if_reached()
+            .into_iter()
+            .chain(single)
+            .collect()
     }
 
     fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding> {

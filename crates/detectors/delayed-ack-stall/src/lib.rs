@@ -17,7 +17,9 @@ pub use diagnose::{DelayedAckStallEvidence, Diagnosis, HeldRequest};
 pub use render::render;
 
 use pcapsleuth_core::{Direction, FrameNo, StreamId, Timestamp};
-use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent, StreamMap};
+use pcapsleuth_detect::{
+    Bound, Detector, DetectorInfo, Finding, FinishContext, FlowEvent, StreamMap,
+};
 use pcapsleuth_flow::SegmentEvent;
 
 /// Detector id.
@@ -71,14 +73,33 @@ pub(crate) struct Follower {
 /// its RST or [`FlowEvent::FlowEnded`]; the ACK → follower pairs, capped at
 /// [`MAX_REMEMBERED`], for the whole capture (the ledger's entries name them
 /// only at the end).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DelayedAckStall {
     last: StreamMap<StreamId, Last>,
     /// ACK frame → the stream's next segment.
     followers: StreamMap<FrameNo, Follower>,
+    /// [`MAX_REMEMBERED`], and the pairs not remembered past it.
+    bound: Bound,
+}
+
+impl Default for DelayedAckStall {
+    fn default() -> Self {
+        DelayedAckStall::with_max_remembered(MAX_REMEMBERED)
+    }
 }
 
 impl DelayedAckStall {
+    /// A detector remembering at most `max` ACK → follower pairs (default
+    /// [`MAX_REMEMBERED`]); later ones are not, so a Nagle wait they end is
+    /// not reported, and [`Detector::limits`] says how many, from which frame.
+    pub fn with_max_remembered(max: usize) -> Self {
+        DelayedAckStall {
+            last: StreamMap::default(),
+            followers: StreamMap::default(),
+            bound: Bound::new("ACK-then-segment pairs after a silence", max as u64),
+        }
+    }
+
     /// Streams with live state (past the SYN, not reset or ended).
     pub fn active_streams(&self) -> usize {
         self.last.len()
@@ -100,7 +121,9 @@ impl DelayedAckStall {
         match self.last.entry(s.stream) {
             Entry::Occupied(mut o) => {
                 let p = *o.get();
-                if p.ack_after_silence && self.followers.len() < MAX_REMEMBERED {
+                if p.ack_after_silence && self.followers.len() as u64 >= self.bound.limit {
+                    self.bound.refuse(p.frame);
+                } else if p.ack_after_silence {
                     self.followers.insert(
                         p.frame,
                         Follower {
@@ -160,6 +183,11 @@ impl Detector for DelayedAckStall {
             }
             _ => {}
         }
+    }
+
+    /// [`MAX_REMEMBERED`], when more pairs than that were seen.
+    fn limits(&self) -> Vec<Bound> {
+        self.bound.if_reached().into_iter().collect()
     }
 
     fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding> {

@@ -4,7 +4,7 @@
 use pcapsleuth_core::{Direction, Endpoint, StreamId};
 use pcapsleuth_decode::dns::{self, TcpDnsMessages};
 use pcapsleuth_decode::Transport;
-use pcapsleuth_detect::PacketContext;
+use pcapsleuth_detect::{Bound, PacketContext};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -55,7 +55,7 @@ pub struct Msg {
 }
 
 /// Collects [`Msg`]s from packets.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Collector {
     /// Messages, in frame order.
     pub msgs: Vec<Msg>,
@@ -65,8 +65,15 @@ pub struct Collector {
     /// Next message boundary (raw sequence number) per TCP stream and
     /// direction (client → server); dropped when the flow ends.
     tcp_boundary: pcapsleuth_detect::StreamMap<(StreamId, bool), u32>,
-    /// Messages not kept because of [`MAX_MESSAGES`].
-    pub dropped: u64,
+    /// [`MAX_MESSAGES`] and the messages not kept because of it (reported
+    /// as a `detector_limit` warning).
+    pub bound: Bound,
+}
+
+impl Default for Collector {
+    fn default() -> Self {
+        Collector::with_max_messages(MAX_MESSAGES)
+    }
 }
 
 /// Whether `ep` is a destination a unicast DNS exchange can have
@@ -79,6 +86,17 @@ fn unicast(ep: &Endpoint) -> bool {
 }
 
 impl Collector {
+    /// A collector keeping at most `max` messages ([`MAX_MESSAGES`] by default).
+    pub fn with_max_messages(max: usize) -> Self {
+        Collector {
+            msgs: Vec::new(),
+            names: Vec::new(),
+            index: HashMap::new(),
+            tcp_boundary: pcapsleuth_detect::StreamMap::default(),
+            bound: Bound::new("DNS messages", max as u64),
+        }
+    }
+
     /// The flow table retired `stream`: forget its message boundaries (a
     /// later segment of it starts at a message again).
     pub fn end_stream(&mut self, stream: StreamId) {
@@ -177,8 +195,8 @@ impl Collector {
         if m.header.opcode() != 0 || m.header.qdcount != 1 {
             return;
         }
-        if self.msgs.len() >= MAX_MESSAGES {
-            self.dropped += 1;
+        if self.msgs.len() as u64 >= self.bound.limit {
+            self.bound.refuse(pkt.meta.frame);
             return;
         }
         let name = self.intern(q.name.to_string());

@@ -15,7 +15,9 @@ pub mod render;
 pub use collect::{Msg, DNS_PORT, MAX_MESSAGES};
 pub use diagnose::{diagnose, Diagnosis, DnsTimeoutEvidence, Shape};
 
-use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent, PacketContext};
+use pcapsleuth_detect::{
+    Bound, Detector, DetectorInfo, Finding, FinishContext, FlowEvent, PacketContext,
+};
 
 /// Detector id.
 pub const ID: &str = "dns-timeout";
@@ -30,6 +32,16 @@ pub struct DnsTimeout {
 }
 
 impl DnsTimeout {
+    /// A detector that keeps at most `max` DNS messages of the capture
+    /// (default [`MAX_MESSAGES`], about 100 bytes each); later ones are not
+    /// examined, and [`Detector::limits`] says how many, from which frame.
+    pub fn with_max_messages(max: usize) -> Self {
+        DnsTimeout {
+            collector: collect::Collector::with_max_messages(max),
+            last_ts: None,
+        }
+    }
+
     /// Diagnose what was collected; `capture_end_ns` is the latest frame time.
     pub fn diagnose(&self, capture_end_ns: i64) -> Vec<Diagnosis> {
         let lookups = lookup::build(self.collector.msgs.clone());
@@ -57,6 +69,11 @@ impl Detector for DnsTimeout {
         let ts = pkt.meta.ts.0;
         self.last_ts = Some(self.last_ts.map_or(ts, |t| t.max(ts)));
         self.collector.on_packet(pkt);
+    }
+
+    /// [`MAX_MESSAGES`], when more DNS messages than that were seen.
+    fn limits(&self) -> Vec<Bound> {
+        self.collector.bound.if_reached().into_iter().collect()
     }
 
     fn finish(&mut self, _ctx: &FinishContext) -> Vec<Finding> {

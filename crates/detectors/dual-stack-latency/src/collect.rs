@@ -3,9 +3,10 @@
 //! (link-layer source address, DNS answers).
 
 use crate::stamp::{stamp_age, StampLayout};
+use pcapsleuth_core::FrameNo;
 use pcapsleuth_core::{Direction, StreamId};
 use pcapsleuth_decode::{dns, IcmpKind, Transport};
-use pcapsleuth_detect::PacketContext;
+use pcapsleuth_detect::{Bound, PacketContext};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
@@ -262,6 +263,37 @@ pub struct Collector {
     /// ([`STREAM_CACHE`] entries, allocated at the first TCP packet), so
     /// bounded however many streams the capture has.
     by_stream: Vec<StreamCached>,
+    /// The capture-wide caps and what went past them.
+    pub bounds: Bounds,
+}
+
+/// The collector's capture-wide caps ([`MAX_SAMPLES`], [`MAX_PENDING`],
+/// [`MAX_ADDRESSES`]), each with what it refused: reported by
+/// [`Collector::limits`] as `detector_limit` warnings.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// Latency samples ([`MAX_SAMPLES`]).
+    pub samples: Bound,
+    /// TCP connections and echo requests in progress ([`MAX_PENDING`]).
+    pub pending: Bound,
+    /// DNS names with A/AAAA answers ([`MAX_PENDING`]).
+    pub names: Bound,
+    /// Host addresses with TTL counts or a link-layer source ([`MAX_ADDRESSES`]).
+    pub addresses: Bound,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            samples: Bound::new("latency samples", MAX_SAMPLES as u64),
+            pending: Bound::new(
+                "TCP connections and ICMP echo requests in progress",
+                MAX_PENDING as u64,
+            ),
+            names: Bound::new("DNS names with A or AAAA answers", MAX_PENDING as u64),
+            addresses: Bound::new("host addresses", MAX_ADDRESSES as u64),
+        }
+    }
 }
 
 /// Index of `a` in the TTL cache: a multiply-shift hash of its bytes (only
@@ -278,8 +310,19 @@ fn ttl_slot(a: &IpAddr) -> usize {
 }
 
 impl Collector {
+    /// The caps that refused something, in [`Bounds`] order.
+    pub fn limits(&self) -> Vec<Bound> {
+        let b = &self.bounds;
+        [b.samples, b.pending, b.names, b.addresses]
+            .iter()
+            .filter_map(Bound::if_reached)
+            .collect()
+    }
+
     fn push(&mut self, s: Sample) {
-        if self.samples.len() >= MAX_SAMPLES {
+        if self.samples.len() as u64 >= self.bounds.samples.limit {
+            let last = s.frames.iter().copied().max().unwrap_or(0);
+            self.bounds.samples.refuse(FrameNo(last));
             return;
         }
         let n = self
@@ -299,10 +342,10 @@ impl Collector {
         let (frame, ts) = (pkt.meta.frame.get(), pkt.meta.ts.0);
         if d.outer_ip.is_none() && host_address(&ip.src) {
             let initial = initial_ttl(ip.ttl);
-            self.count_ttl(ip.src, initial);
+            self.count_ttl(ip.src, initial, frame);
             if initial {
                 if let Some(mac) = d.link.src_mac.filter(unicast_mac) {
-                    self.note_mac(mac, ip.src);
+                    self.note_mac(mac, ip.src, frame);
                 }
             }
         }
@@ -335,7 +378,7 @@ impl Collector {
                 );
             }
             Transport::Udp(u) if u.src_port == DNS_PORT => {
-                self.dns_answer(u.payload);
+                self.dns_answer(u.payload, frame);
             }
             _ => {}
         }
@@ -344,10 +387,14 @@ impl Collector {
     fn echo_request(&mut self, key: (IpAddr, IpAddr, u16, u16), frame: u64, ts: i64, data: &[u8]) {
         let fresh = match self.echo_requests.get(&key) {
             Some(&(_, t0)) => ts.saturating_sub(t0) > ECHO_REUSE_NS,
-            None => self.echo_requests.len() < MAX_PENDING,
+            None if (self.echo_requests.len() as u64) < self.bounds.pending.limit => true,
+            None => {
+                self.bounds.pending.refuse(FrameNo(frame));
+                false
+            }
         };
         if !fresh {
-            return; // another sighting of the same request
+            return; // another sighting of the same request, or over the cap
         }
         self.echo_requests.insert(key, (frame, ts));
         if let Some((layout, age)) = stamp_age(data, ts) {
@@ -384,14 +431,17 @@ impl Collector {
         }
     }
 
-    /// `mac` sent from host address `a` with an initial TTL.
-    fn note_mac(&mut self, mac: [u8; 6], a: IpAddr) {
+    /// `mac` sent from host address `a` with an initial TTL (frame `frame`).
+    fn note_mac(&mut self, mac: [u8; 6], a: IpAddr, frame: u64) {
         let pair = Some((mac, a));
         if self.mac_recent.contains(&pair) {
             return;
         }
         self.mac_recent = [pair, self.mac_recent[0]];
-        if self.mac_addresses >= MAX_ADDRESSES {
+        if self.mac_addresses as u64 >= self.bounds.addresses.limit {
+            if !self.mac_sources.get(&mac).is_some_and(|s| s.contains(&a)) {
+                self.bounds.addresses.refuse(FrameNo(frame));
+            }
             return;
         }
         if self.mac_sources.entry(mac).or_default().insert(a) {
@@ -399,8 +449,8 @@ impl Collector {
         }
     }
 
-    /// Count a packet from `a`, with an initial TTL or not.
-    fn count_ttl(&mut self, a: IpAddr, initial: bool) {
+    /// Count a packet from `a` (frame `frame`), with an initial TTL or not.
+    fn count_ttl(&mut self, a: IpAddr, initial: bool, frame: u64) {
         if self.ttl_cache.is_empty() {
             self.ttl_cache = vec![None; TTL_CACHE];
         }
@@ -411,11 +461,14 @@ impl Collector {
             Some((b, _, _)) if *b == a => {}
             _ => {
                 if let Some((b, i, o)) = slot.take() {
-                    let known = self.ttl_seen.len() < MAX_ADDRESSES;
+                    let room = (self.ttl_seen.len() as u64) < self.bounds.addresses.limit;
                     if let Some(e) = match self.ttl_seen.get_mut(&b) {
                         Some(e) => Some(e),
-                        None if known => Some(self.ttl_seen.entry(b).or_default()),
-                        None => None,
+                        None if room => Some(self.ttl_seen.entry(b).or_default()),
+                        None => {
+                            self.bounds.addresses.refuse(FrameNo(frame));
+                            None
+                        }
                     } {
                         e.0 += i;
                         e.1 += o;
@@ -517,7 +570,8 @@ impl Collector {
         let back = at.map(|(s, d)| (s, d.reverse()));
         if syn && !ack {
             let existing = self.conn_of(at, forward);
-            if existing.is_none() && self.conns.len() >= MAX_PENDING {
+            if existing.is_none() && self.conns.len() as u64 >= self.bounds.pending.limit {
+                self.bounds.pending.refuse(FrameNo(frame));
                 return;
             }
             let i = match existing {
@@ -606,7 +660,7 @@ impl Collector {
     }
 
     /// A and AAAA answers of a DNS response, filed under the question name.
-    fn dns_answer(&mut self, payload: &[u8]) {
+    fn dns_answer(&mut self, payload: &[u8], frame: u64) {
         let Some(msg) = dns::parse(payload) else {
             return;
         };
@@ -627,8 +681,12 @@ impl Collector {
             .map(|l| String::from_utf8_lossy(l).to_ascii_lowercase())
             .collect::<Vec<_>>()
             .join(".");
-        if self.dns_names.len() < MAX_PENDING || self.dns_names.contains_key(&name) {
+        if (self.dns_names.len() as u64) < self.bounds.names.limit
+            || self.dns_names.contains_key(&name)
+        {
             self.dns_names.entry(name).or_default().extend(addrs);
+        } else {
+            self.bounds.names.refuse(FrameNo(frame));
         }
     }
 }

@@ -18,7 +18,7 @@ pub mod stats;
 pub use collect::{Collector, Family, Measure, Sample};
 pub use diagnose::{diagnose, Diagnosis, DualStackLatencyEvidence, MeasureComparison};
 
-use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, PacketContext};
+use pcapsleuth_detect::{Bound, Detector, DetectorInfo, Finding, FinishContext, PacketContext};
 
 /// Detector id.
 pub const ID: &str = "dual-stack-latency";
@@ -48,6 +48,12 @@ impl Detector for DualStackLatency {
 
     fn on_packet(&mut self, pkt: &PacketContext<'_>) {
         self.collector.on_packet(pkt);
+    }
+
+    /// [`collect::MAX_SAMPLES`], [`collect::MAX_PENDING`] and
+    /// [`collect::MAX_ADDRESSES`], those that refused something.
+    fn limits(&self) -> Vec<Bound> {
+        self.collector.limits()
     }
 
     fn finish(&mut self, _ctx: &FinishContext) -> Vec<Finding> {

@@ -232,7 +232,10 @@ fn capture(s: &Scenario) -> Vec<(i64, Vec<u8>)> {
 }
 
 fn collect(s: &Scenario) -> Collector {
-    let mut c = Collector::default();
+    collect_into(Collector::default(), s)
+}
+
+fn collect_into(mut c: Collector, s: &Scenario) -> Collector {
     let mut dec = Decoder::new();
     for (i, (ts, f)) in capture(s).iter().enumerate() {
         let decoded = dec.decode_frame(s.link.linktype(), f, None);
@@ -450,4 +453,46 @@ fn render_names_the_place_and_the_seed_remedy() {
     let f = crate::render::render(&run(&ANSWER)[0]);
     assert!(f.summary.contains("inside the peer host"), "{}", f.summary);
     assert!(!f.remedy.contains("use_oif_addrs_only"));
+}
+
+/// Each capture-wide cap, lowered, refuses what it cannot keep and says so
+/// (`Collector::limits`, the `detector_limit` warnings); at the defaults the
+/// scenario reaches none. BASE with a DNS answer: 40 pings (each a send-path
+/// and an echo sample), 8 connections (a handshake and a request/response
+/// sample each), one DNS name, and four host addresses with a MAC (A's and
+/// B's, both families; the resolver's TTL 63 is not an initial one).
+#[test]
+fn caps_refuse_and_say_so() {
+    let s = Scenario { dns: true, ..BASE };
+    let full = collect(&s);
+    assert_eq!(full.limits(), vec![]);
+    assert_eq!(full.samples.len(), 96);
+    type Lower = fn(&mut Collector);
+    let cases: [(Lower, &str, u64); 4] = [
+        (|c| c.bounds.samples.limit = 10, "latency samples", 86),
+        // Echo requests are answered before the next one: only the
+        // connections (never forgotten) fill the cap.
+        (
+            |c| c.bounds.pending.limit = 3,
+            "TCP connections and ICMP echo requests in progress",
+            5,
+        ),
+        (
+            |c| c.bounds.names.limit = 0,
+            "DNS names with A or AAAA answers",
+            1,
+        ),
+        // A's IPv4 address kept; the other three refused each time one of
+        // them follows a different (MAC, address) pair (counted each time).
+        (|c| c.bounds.addresses.limit = 1, "host addresses", 60),
+    ];
+    for (lower, what, refused) in cases {
+        let mut c = Collector::default();
+        lower(&mut c);
+        let c = collect_into(c, &s);
+        let l = c.limits();
+        assert_eq!(l.len(), 1, "{what}: {l:?}");
+        assert_eq!((l[0].what, l[0].refused), (what, refused), "{l:?}");
+        assert!(l[0].first_frame.is_some());
+    }
 }
