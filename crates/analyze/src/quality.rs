@@ -888,6 +888,14 @@ mod tests {
             last_frame: FrameNo(1),
             last_ts: Timestamp(0),
             reason: FlowEndReason::Idle,
+            client: pcapsleuth_core::Endpoint {
+                addr: std::net::IpAddr::V4(std::net::Ipv4Addr::new(192, 0, 2, 1)),
+                port: 40000,
+            },
+            server: pcapsleuth_core::Endpoint {
+                addr: std::net::IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, 1)),
+                port: 80,
+            },
         })
     }
 

@@ -177,13 +177,17 @@ pub fn frag_needed(
 }
 
 /// The [`FlowEnded`] of `stream` (reason [`FlowEndReason::Closed`]) whose
-/// last frame was `last_frame` at `last_ts`.
+/// last frame was `last_frame` at `last_ts`, between [`CLIENT_V4`] port
+/// `40000 + stream` and [`SERVER_V4`] port 80 (as [`syn_only`]'s).
 pub fn flow_ended(stream: StreamId, last_frame: u64, last_ts: Timestamp) -> FlowEvent {
+    let (client, server) = v4_pair(40000u16.wrapping_add(stream.get() as u16), 80);
     FlowEvent::FlowEnded(FlowEnded {
         stream,
         last_frame: FrameNo(last_frame),
         last_ts,
         reason: FlowEndReason::Closed,
+        client,
+        server,
     })
 }
 

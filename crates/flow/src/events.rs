@@ -381,6 +381,12 @@ pub struct FlowEnded {
     pub last_ts: Timestamp,
     /// Why it was retired.
     pub reason: FlowEndReason,
+    /// The stream's client (the side that sent the first SYN, else the
+    /// first sender), as in its [`FlowSummary`]: with `server`, the
+    /// conversation a consumer keyed by addresses and ports can forget.
+    pub client: Endpoint,
+    /// The stream's server.
+    pub server: Endpoint,
 }
 
 /// Zeek `conn_state` vocabulary.

@@ -5,7 +5,7 @@
 //! `tcp.stream` and continues its summary; nothing is retired by `finish`;
 //! and the memory of an idle one-SYN stream is bounded.
 
-use pcapsleuth_core::{FrameNo, InterfaceId, SeqNum, StreamId, Timestamp};
+use pcapsleuth_core::{Endpoint, FrameNo, InterfaceId, SeqNum, StreamId, Timestamp};
 use pcapsleuth_decode::{
     Decoded, IpHeader, IpVersion, QuotedPacket, TcpFlags, TcpOptions, TcpSegment, Transport,
 };
@@ -203,6 +203,14 @@ fn closed_stream_is_retired_after_the_quiet_time() {
             last_frame: FrameNo(4),
             last_ts: Timestamp(T0 + 3_000),
             reason: FlowEndReason::Closed,
+            client: Endpoint {
+                addr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+                port: 40000,
+            },
+            server: Endpoint {
+                addr: SERVER,
+                port: 80,
+            },
         }]
     );
     assert!(matches!(h.events.first(), Some(FlowEvent::FlowEnded(_))));

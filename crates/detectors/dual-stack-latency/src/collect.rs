@@ -4,7 +4,7 @@
 
 use crate::stamp::{stamp_age, StampLayout};
 use pcapsleuth_core::FrameNo;
-use pcapsleuth_core::{Direction, StreamId};
+use pcapsleuth_core::{Direction, Endpoint, StreamId};
 use pcapsleuth_decode::{dns, IcmpKind, Transport};
 use pcapsleuth_detect::{Bound, PacketContext};
 use serde::Serialize;
@@ -110,7 +110,11 @@ pub const MAX_SAMPLES: usize = 500_000;
 /// Most samples kept per measure and (client, server) address pair: ten
 /// thousand samples give the median and p90 as well as more would.
 pub const MAX_SAMPLES_PER_PAIR: u32 = 10_000;
-/// Most outstanding echo requests and TCP connections tracked.
+/// Most outstanding echo requests, and most TCP connections, tracked at
+/// once: a connection is forgotten when its stream ends
+/// ([`Collector::end_stream`]), an unanswered echo request after
+/// 60 s once the cap is reached; past it new ones are refused (a
+/// `detector_limit` warning).
 pub const MAX_PENDING: usize = 200_000;
 /// Most host addresses remembered per capture for pairing by MAC address
 /// ([`Collector::mac_sources`], all MACs together) and for the initial-TTL
@@ -126,6 +130,10 @@ const COPY_WINDOW_NS: i64 = 100_000_000;
 /// An echo request older than this is replaced by a new one with the same
 /// id and sequence (ns): 60 s.
 const ECHO_REUSE_NS: i64 = 60_000_000_000;
+/// At the [`MAX_PENDING`] cap, the echo requests older than
+/// [`ECHO_REUSE_NS`] are dropped at most this often (ns of capture time):
+/// 1 s.
+const ECHO_PURGE_NS: i64 = 1_000_000_000;
 
 /// Initial TTL / hop limit values of common stacks (Linux, BSD, macOS 64;
 /// Windows 128; network equipment and IPv6 ND 255). A packet captured with
@@ -180,29 +188,48 @@ type ConnKey = (IpAddr, u16, IpAddr, u16);
 /// What is known of the connection a `tcp.stream` direction's packets name
 /// (its sender → receiver key): saves hashing the addresses per packet.
 /// Sound because every packet of one `tcp.stream` and direction has the
-/// same addresses and ports (the stream is that conversation), and
-/// connections are never removed nor re-keyed.
+/// same addresses and ports (the stream is that conversation); a connection
+/// is only removed when its owner stream ends ([`Collector::end_stream`]),
+/// and an `At` entry is only trusted for the connection's owner.
 #[derive(Debug, Default, Clone, Copy)]
 enum Cached {
     /// Not looked up yet.
     #[default]
     Unknown,
-    /// The connection at this index of `conns`.
+    /// The connection at this index of `conns` (trusted while the stream
+    /// asking owns it: its slot may since have been freed and reused).
     At(u32),
-    /// No connection had that key when `conns` had this length (valid
-    /// until a connection is added).
+    /// No connection had that key when [`Collector::added`] had this value
+    /// (valid until a connection is added).
     Absent(u32),
 }
 
 /// A TCP connection's handshake and request in progress (64 bytes).
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Clone)]
 struct Conn {
     syn: Option<Seen>,
-    syns: u32,
     synack: Option<Seen>,
-    synacks: u32,
-    established: bool,
     pending_request: Option<Seen>,
+    /// `tcp.stream` of its latest SYN ([`u64::MAX`]: none): the stream
+    /// whose end forgets it.
+    owner: u64,
+    syns: u16,
+    synacks: u16,
+    established: bool,
+}
+
+impl Default for Conn {
+    fn default() -> Self {
+        Conn {
+            syn: None,
+            synack: None,
+            pending_request: None,
+            owner: u64::MAX,
+            syns: 0,
+            synacks: 0,
+            established: false,
+        }
+    }
 }
 
 /// A frame and its capture time (ns) in 16 bytes: the frame number is kept
@@ -255,9 +282,17 @@ pub struct Collector {
     pub stamp_layouts: BTreeMap<&'static str, u64>,
     per_pair: HashMap<(Measure, IpAddr, IpAddr), u32>,
     echo_requests: HashMap<(IpAddr, IpAddr, u16, u16), (u64, i64)>,
+    /// Capture time (ns) the unanswered echo requests were last purged.
+    echo_purged_ns: i64,
     /// Connections by key: index into `conns`.
     conn_index: HashMap<ConnKey, u32>,
     conns: Vec<Conn>,
+    /// Slots of `conns` whose connection ended ([`Collector::end_stream`]),
+    /// reused before `conns` grows.
+    free_conns: Vec<u32>,
+    /// Connections added so far (wrapping): the generation an
+    /// [`Cached::Absent`] entry is valid for.
+    added: u32,
     /// Per `tcp.stream` and direction of travel: the connection its packets'
     /// sender → receiver key names. Direct-mapped by stream id
     /// ([`STREAM_CACHE`] entries, allocated at the first TCP packet), so
@@ -389,8 +424,20 @@ impl Collector {
             Some(&(_, t0)) => ts.saturating_sub(t0) > ECHO_REUSE_NS,
             None if (self.echo_requests.len() as u64) < self.bounds.pending.limit => true,
             None => {
-                self.bounds.pending.refuse(FrameNo(frame));
-                false
+                // At the cap: forget the requests no reply can be expected
+                // for any more (unanswered for [`ECHO_REUSE_NS`]), at most
+                // once per [`ECHO_PURGE_NS`] of capture time.
+                if ts.saturating_sub(self.echo_purged_ns) >= ECHO_PURGE_NS {
+                    self.echo_purged_ns = ts;
+                    self.echo_requests
+                        .retain(|_, &mut (_, t0)| ts.saturating_sub(t0) <= ECHO_REUSE_NS);
+                }
+                if (self.echo_requests.len() as u64) < self.bounds.pending.limit {
+                    true
+                } else {
+                    self.bounds.pending.refuse(FrameNo(frame));
+                    false
+                }
             }
         };
         if !fresh {
@@ -518,16 +565,20 @@ impl Collector {
             let i = (s.get() % STREAM_CACHE as u64) as usize;
             (i, s.get(), d.index())
         });
-        let len = u32::try_from(self.conns.len()).unwrap_or(u32::MAX);
+        let generation = self.added;
         let cached = cache.and_then(|(i, s, d)| {
             self.by_stream
                 .get(i)
                 .filter(|e| e.stream == s)
-                .map(|e| e.dirs[d])
+                .map(|e| (e.dirs[d], s))
         });
         match cached {
-            Some(Cached::At(j)) => return Some(j as usize),
-            Some(Cached::Absent(n)) if n == len => return None,
+            Some((Cached::At(j), s))
+                if self.conns.get(j as usize).is_some_and(|c| c.owner == s) =>
+            {
+                return Some(j as usize)
+            }
+            Some((Cached::Absent(n), _)) if n == generation => return None,
             _ => {}
         }
         let found = self.conn_index.get(&key()).copied();
@@ -539,10 +590,45 @@ impl Collector {
                         dirs: [Cached::Unknown; 2],
                     };
                 }
-                e.dirs[d] = found.map_or(Cached::Absent(len), Cached::At);
+                e.dirs[d] = found.map_or(Cached::Absent(generation), Cached::At);
             }
         }
         found.map(|j| j as usize)
+    }
+
+    /// `stream`, between `client` and `server`, left the flow table
+    /// ([`pcapsleuth_flow::FlowEnded`]): forget the connection it owns (its
+    /// handshake and any request still unanswered), so the connections kept
+    /// are those of live streams and [`MAX_PENDING`] bounds concurrent ones,
+    /// not every connection of the capture. A connection a newer stream on
+    /// the same ports took over stays.
+    pub fn end_stream(&mut self, stream: StreamId, client: Endpoint, server: Endpoint) {
+        let keys = [
+            (client.addr, client.port, server.addr, server.port),
+            (server.addr, server.port, client.addr, client.port),
+        ];
+        for key in keys {
+            let Some(&j) = self.conn_index.get(&key) else {
+                continue;
+            };
+            let Some(c) = self.conns.get_mut(j as usize) else {
+                continue;
+            };
+            if c.owner != stream.get() {
+                continue;
+            }
+            *c = Conn::default();
+            self.conn_index.remove(&key);
+            self.free_conns.push(j);
+        }
+        let i = (stream.get() % STREAM_CACHE as u64) as usize;
+        if let Some(e) = self
+            .by_stream
+            .get_mut(i)
+            .filter(|e| e.stream == stream.get())
+        {
+            *e = StreamCached::EMPTY;
+        }
     }
 
     fn conn_mut(
@@ -570,17 +656,24 @@ impl Collector {
         let back = at.map(|(s, d)| (s, d.reverse()));
         if syn && !ack {
             let existing = self.conn_of(at, forward);
-            if existing.is_none() && self.conns.len() as u64 >= self.bounds.pending.limit {
+            let live = self.conns.len() - self.free_conns.len();
+            if existing.is_none() && live as u64 >= self.bounds.pending.limit {
                 self.bounds.pending.refuse(FrameNo(frame));
                 return;
             }
             let i = match existing {
                 Some(i) => i,
                 None => {
-                    let i = self.conns.len();
+                    let i = match self.free_conns.pop() {
+                        Some(j) => j as usize,
+                        None => {
+                            self.conns.push(Conn::default());
+                            self.conns.len() - 1
+                        }
+                    };
                     self.conn_index
                         .insert(forward(), u32::try_from(i).unwrap_or(u32::MAX));
-                    self.conns.push(Conn::default());
+                    self.added = self.added.wrapping_add(1);
                     i
                 }
             };
@@ -590,9 +683,10 @@ impl Collector {
             if c.synack.is_some() {
                 *c = Conn::default(); // a new connection on the same ports
             }
+            c.owner = at.map_or(u64::MAX, |(s, _)| s.get());
             if !matches!(c.syn.map(Seen::pair), Some((_, t0)) if ts.saturating_sub(t0) <= COPY_WINDOW_NS)
             {
-                c.syns += 1;
+                c.syns = c.syns.saturating_add(1);
             }
             if c.syn.is_none() {
                 c.syn = Seen::new(frame, ts);
@@ -603,7 +697,7 @@ impl Collector {
             if let Some(c) = self.conn_mut(back, reverse) {
                 if !matches!(c.synack.map(Seen::pair), Some((_, t0)) if ts.saturating_sub(t0) <= COPY_WINDOW_NS)
                 {
-                    c.synacks += 1;
+                    c.synacks = c.synacks.saturating_add(1);
                 }
                 if c.synack.is_none() {
                     c.synack = Seen::new(frame, ts);
@@ -706,7 +800,7 @@ pub fn layout_name(l: StampLayout) -> &'static str {
 #[cfg(test)]
 mod size_tests {
     use super::{Collector, Conn, ConnKey, Seen, STREAM_CACHE};
-    use pcapsleuth_core::{Direction, StreamId};
+    use pcapsleuth_core::{Direction, Endpoint, StreamId};
     use std::net::{IpAddr, Ipv4Addr};
 
     fn key(host: u8, port: u16) -> ConnKey {
@@ -735,6 +829,119 @@ mod size_tests {
         c.tcp(Some((other, c2s)), key(3, 3000), true, false, 0, 3, 0);
         assert_eq!(c.conn_of(Some((other, c2s)), || key(3, 3000)), Some(2));
         assert_eq!(c.by_stream.len(), STREAM_CACHE);
+    }
+
+    fn ends(k: ConnKey) -> (Endpoint, Endpoint) {
+        (
+            Endpoint {
+                addr: k.0,
+                port: k.1,
+            },
+            Endpoint {
+                addr: k.2,
+                port: k.3,
+            },
+        )
+    }
+
+    /// A stream's end forgets the connection it owns and frees its slot;
+    /// a connection a newer stream on the same ports took over stays; with
+    /// connections ending, the cap bounds concurrent ones, not all.
+    #[test]
+    fn a_stream_end_forgets_only_the_connection_it_owns() {
+        let c2s = Direction::ClientToServer;
+        let s2c = Direction::ServerToClient;
+        let mut c = Collector::default();
+        c.bounds.pending.limit = 2;
+        let (a, b) = (StreamId(1), StreamId(2));
+        // Stream 1: SYN, SYN/ACK (looked up and cached), then its end.
+        c.tcp(Some((a, c2s)), key(1, 1000), true, false, 0, 1, 0);
+        let rev = |k: ConnKey| (k.2, k.3, k.0, k.1);
+        c.tcp(Some((a, s2c)), rev(key(1, 1000)), true, true, 0, 2, 10);
+        assert_eq!(c.conn_of(Some((a, c2s)), || key(1, 1000)), Some(0));
+        let (cl, sv) = ends(key(1, 1000));
+        c.end_stream(a, cl, sv);
+        assert_eq!(c.conn_of(Some((a, c2s)), || key(1, 1000)), None);
+        assert_eq!((c.conn_index.len(), c.free_conns.len()), (0, 1));
+        // Stream 2 reuses the slot; stream 1's late packet finds nothing.
+        c.tcp(Some((b, c2s)), key(2, 2000), true, false, 0, 3, 20);
+        assert_eq!(c.conns.len(), 1);
+        assert_eq!(c.conn_of(Some((b, c2s)), || key(2, 2000)), Some(0));
+        assert_eq!(c.conn_of(Some((a, c2s)), || key(1, 1000)), None);
+        // Stream 3 on stream 2's ports (after its SYN/ACK) takes the
+        // connection over: stream 2's end leaves it.
+        c.tcp(Some((b, s2c)), rev(key(2, 2000)), true, true, 0, 4, 30);
+        let three = StreamId(3);
+        c.tcp(Some((three, c2s)), key(2, 2000), true, false, 0, 5, 40);
+        let (cl, sv) = ends(key(2, 2000));
+        c.end_stream(b, cl, sv);
+        assert_eq!(c.conn_of(Some((three, c2s)), || key(2, 2000)), Some(0));
+        // A stream that never owned it keeps a cached index to it: once the
+        // slot holds another connection, that index is not trusted.
+        let four = StreamId(4);
+        c.tcp(Some((four, c2s)), key(2, 2000), false, true, 0, 6, 45);
+        assert_eq!(c.conn_of(Some((four, c2s)), || key(2, 2000)), Some(0));
+        c.end_stream(three, sv, cl);
+        assert!(c.conn_index.is_empty());
+        c.tcp(
+            Some((StreamId(5), c2s)),
+            key(5, 5000),
+            true,
+            false,
+            0,
+            7,
+            46,
+        );
+        assert_eq!(c.conn_of(Some((four, c2s)), || key(2, 2000)), None);
+        c.end_stream(StreamId(5), ends(key(5, 5000)).0, ends(key(5, 5000)).1);
+        assert!(c.conn_index.is_empty());
+        // Ten connections one after the other under a cap of 2: none refused.
+        for i in 0..10u16 {
+            let s = StreamId(10 + u64::from(i));
+            c.tcp(Some((s, c2s)), key(9, 3000 + i), true, false, 0, 6, 50);
+            let (cl, sv) = ends(key(9, 3000 + i));
+            c.end_stream(s, cl, sv);
+        }
+        assert_eq!(c.limits(), vec![]);
+        assert_eq!(c.conns.len(), 1);
+        // Three at once: the third refused.
+        for i in 0..3u16 {
+            let s = StreamId(30 + u64::from(i));
+            c.tcp(
+                Some((s, c2s)),
+                key(8, 4000 + i),
+                true,
+                false,
+                0,
+                7 + u64::from(i),
+                60,
+            );
+        }
+        assert_eq!(c.bounds.pending.refused, 1);
+        assert_eq!(
+            c.bounds.pending.first_frame,
+            Some(pcapsleuth_core::FrameNo(9))
+        );
+    }
+
+    /// Unanswered echo requests fill the cap; once no reply can be expected
+    /// for them (60 s), a new request makes room by dropping them.
+    #[test]
+    fn unanswered_echo_requests_make_room_after_a_minute() {
+        let mut c = Collector::default();
+        c.bounds.pending.limit = 2;
+        let a = |h| IpAddr::V4(Ipv4Addr::new(192, 0, 2, h));
+        let sec = 1_000_000_000;
+        for seq in 0..3u16 {
+            c.echo_request((a(1), a(2), 7, seq), u64::from(seq) + 1, sec, &[]);
+        }
+        assert_eq!(c.bounds.pending.refused, 1);
+        // 30 s later: still expected, still refused.
+        c.echo_request((a(1), a(2), 7, 10), 4, 31 * sec, &[]);
+        assert_eq!((c.bounds.pending.refused, c.echo_requests.len()), (2, 2));
+        // 61.5 s after the first two: they are dropped, this one is kept.
+        c.echo_request((a(1), a(2), 7, 11), 5, 62 * sec + sec / 2, &[]);
+        assert_eq!((c.bounds.pending.refused, c.echo_requests.len()), (2, 1));
     }
 
     #[test]

@@ -18,7 +18,9 @@ pub mod stats;
 pub use collect::{Collector, Family, Measure, Sample};
 pub use diagnose::{diagnose, Diagnosis, DualStackLatencyEvidence, MeasureComparison};
 
-use pcapsleuth_detect::{Bound, Detector, DetectorInfo, Finding, FinishContext, PacketContext};
+use pcapsleuth_detect::{
+    Bound, Detector, DetectorInfo, Finding, FinishContext, FlowEvent, PacketContext,
+};
 
 /// Detector id.
 pub const ID: &str = "dual-stack-latency";
@@ -43,6 +45,13 @@ impl Detector for DualStackLatency {
             aliases: &[],
             title: "One address family consistently slower to the same host",
             explain: include_str!("../README.md"),
+        }
+    }
+
+    /// A stream's end forgets its connection ([`Collector::end_stream`]).
+    fn on_flow_event(&mut self, event: &FlowEvent) {
+        if let FlowEvent::FlowEnded(e) = event {
+            self.collector.end_stream(e.stream, e.client, e.server);
         }
     }
 

@@ -96,6 +96,7 @@ impl FlowTable {
         };
         let keep = reason == FlowEndReason::Closed
             && self.config.closed_keep_ns > self.config.closed_quiet_ns;
+        let (client, server) = slot.ends();
         let (last_frame, last_ts) = match slot {
             Slot::Full(st) if keep => {
                 // Ended for consumers; the state stays for stray packets.
@@ -127,6 +128,8 @@ impl FlowTable {
             last_frame,
             last_ts,
             reason,
+            client,
+            server,
         }));
     }
 
