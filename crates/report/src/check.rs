@@ -7,7 +7,11 @@ use pcapsleuth_core::Severity;
 /// `threshold` (a finding at or above it). A read error does not hide the
 /// findings made before it: the line says `ERROR: …` and still counts them;
 /// a capture read only in part ([`CaptureReport::incomplete`]) says
-/// `INCOMPLETE: read N frames, then stopped at byte B (frame F): why`.
+/// `INCOMPLETE: read N frames, then stopped at byte B (frame F): why`. A
+/// capture read in full but analysed only in part (a flow-table cap or a
+/// detector's memory bound reached: the `flow_cap`, `unacked_segment_cap`
+/// and `detector_limit` warnings) says `analysed in part` with how many of
+/// each; that alone does not fail the gate.
 pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, bool) {
     let count = |s: Severity| c.findings.iter().filter(|f| f.severity == s).count();
     let failing: Vec<&str> = {
@@ -21,7 +25,7 @@ pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, boo
         ids.dedup();
         ids
     };
-    let counts = format!(
+    let mut counts = format!(
         "{} finding{} ({} error, {} warning, {} info)",
         c.findings.len(),
         if c.findings.len() == 1 { "" } else { "s" },
@@ -29,6 +33,7 @@ pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, boo
         count(Severity::Warning),
         count(Severity::Info)
     );
+    counts.push_str(&analysed_in_part(c));
     // A read error does not discard what was analysed before it: the line
     // says ERROR (exit 2 wins) but still counts and names the findings.
     let verdict = match (&c.error, failing.is_empty()) {
@@ -60,6 +65,31 @@ pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, boo
             true,
         )
     }
+}
+
+/// `"; analysed in part: 2 detector_limit warnings, 1 flow_cap warning"`
+/// when the report has warnings about the analysis (not about a record of
+/// the file), else empty. Kinds in the order they first appear.
+fn analysed_in_part(c: &CaptureReport) -> String {
+    let mut kinds: Vec<(String, usize)> = Vec::new();
+    for w in c.warnings.iter().filter(|w| !w.kind.is_about_a_record()) {
+        let name = serde_json::to_value(w.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        match kinds.iter_mut().find(|(k, _)| *k == name) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((name, 1)),
+        }
+    }
+    if kinds.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = kinds
+        .iter()
+        .map(|(k, n)| format!("{n} {k} warning{}", if *n == 1 { "" } else { "s" }))
+        .collect();
+    format!("; analysed in part: {}", parts.join(", "))
 }
 
 #[cfg(test)]
@@ -104,6 +134,28 @@ mod tests {
             render_check_line(&c, Severity::Warning).0,
             "a.pcap: FAIL: 1 finding (0 error, 1 warning, 0 info); at or above warning: zero-window"
         );
+        // Read in full, analysed in part: said, does not fail by itself.
+        let limit = |kind| crate::WarningReport {
+            kind,
+            offset: 0,
+            frame: Some(9),
+            message: "m".into(),
+        };
+        c.warnings = vec![
+            limit(crate::WarningKindReport::DetectorLimit),
+            limit(crate::WarningKindReport::MalformedRecord),
+            limit(crate::WarningKindReport::FlowCap),
+            limit(crate::WarningKindReport::DetectorLimit),
+        ];
+        assert_eq!(
+            render_check_line(&c, Severity::Error),
+            (
+                "a.pcap: ok: 1 finding (0 error, 1 warning, 0 info); analysed in part: 2 detector_limit warnings, 1 flow_cap warning"
+                    .into(),
+                false
+            )
+        );
+        c.warnings.clear();
         c.incomplete = Some(crate::WarningReport {
             kind: crate::WarningKindReport::TruncatedRecord,
             offset: 2980,
