@@ -37,6 +37,44 @@ pub(crate) struct TxSeg {
     pub tx_count: u32,
 }
 
+/// One captured transmission as the recent ring keeps it (40 bytes; a
+/// [`TxSeg`] is 56): what an ICMP quote is matched against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sent {
+    /// Relative sequence of its first byte (the SYN counts as one byte).
+    pub rel_seq: i64,
+    /// Its frame.
+    pub frame: FrameNo,
+    /// Its capture time.
+    pub ts: Timestamp,
+    /// Sequence space it occupies in bytes (payload + SYN + FIN).
+    pub seq_len: u32,
+    /// Payload bytes.
+    pub payload_len: u32,
+    /// IP datagram length, bytes.
+    pub ip_len: u32,
+}
+
+impl Sent {
+    /// Whether relative sequence `q` falls inside it (a zero-length
+    /// segment contains only its own sequence number).
+    fn contains(&self, q: i64) -> bool {
+        q >= self.rel_seq && q < self.rel_seq + i64::from(self.seq_len.max(1))
+    }
+
+    /// The latest transmission of `t`.
+    fn latest_of(t: &TxSeg) -> Sent {
+        Sent {
+            rel_seq: t.rel_seq,
+            frame: t.last_frame,
+            ts: t.last_ts,
+            seq_len: t.seq_len,
+            payload_len: t.payload_len,
+            ip_len: t.ip_len,
+        }
+    }
+}
+
 impl TxSeg {
     pub(crate) fn end(&self) -> i64 {
         self.rel_seq + i64::from(self.seq_len)
@@ -110,7 +148,7 @@ pub(crate) struct Side {
     /// The unacked list hit its cap at least once.
     pub unacked_capped: bool,
     /// Ring of the most recent transmissions (newest last).
-    pub recent: VecDeque<TxSeg>,
+    pub recent: VecDeque<Sent>,
     /// Zeek endpoint state.
     pub zeek: ZeekState,
     /// Sent something other than SYN/RST (ACK, data or FIN): used for RSTOS0.
@@ -128,7 +166,8 @@ impl Side {
 
     /// Heap bytes held (unacked list and transmission ring, by capacity).
     pub(crate) fn heap_bytes(&self) -> usize {
-        (self.unacked.capacity() + self.recent.capacity()) * std::mem::size_of::<TxSeg>()
+        self.unacked.capacity() * std::mem::size_of::<TxSeg>()
+            + self.recent.capacity() * std::mem::size_of::<Sent>()
     }
 
     /// Set the relative base (Wireshark `base_seq`) and reset SND.UNA/SND.NXT
@@ -203,7 +242,7 @@ impl Side {
         if self.recent.len() >= RECENT_RING {
             self.recent.pop_front();
         }
-        pcapsleuth_core::grow::push_back(&mut self.recent, tx);
+        pcapsleuth_core::grow::push_back(&mut self.recent, Sent::latest_of(&tx));
         resent
     }
 
@@ -240,8 +279,10 @@ impl Side {
         sample.filter(|s| *s >= 0)
     }
 
-    /// The most recent captured transmission containing relative sequence `q`.
-    pub(crate) fn find_tx(&self, q: i64) -> Option<TxSeg> {
+    /// The most recent captured transmission containing relative sequence
+    /// `q`: from the recent ring, else the latest transmission of an
+    /// unacknowledged range.
+    pub(crate) fn find_tx(&self, q: i64) -> Option<Sent> {
         if let Some(t) = self.recent.iter().rev().find(|t| t.contains(q)) {
             return Some(*t);
         }
@@ -249,11 +290,7 @@ impl Side {
             .iter()
             .rev()
             .find(|t| t.contains(q))
-            .map(|t| TxSeg {
-                first_frame: t.last_frame,
-                first_ts: t.last_ts,
-                ..*t
-            })
+            .map(Sent::latest_of)
     }
 
     /// Drop the per-segment buffers (stream closed or replaced).
@@ -327,9 +364,25 @@ mod tests {
         assert!(s.on_transmit(tx(1, 100, 4, 30), 2));
         assert_eq!(s.on_acked(101, Timestamp(40)), None);
         assert_eq!(s.on_acked(201, Timestamp(50)), Some(40));
-        assert_eq!(s.find_tx(150).map(|t| t.last_frame.get()), Some(2));
-        assert_eq!(s.find_tx(50).map(|t| t.last_frame.get()), Some(4));
+        assert_eq!(s.find_tx(150).map(|t| t.frame.get()), Some(2));
+        assert_eq!(s.find_tx(50).map(|t| t.frame.get()), Some(4));
         assert_eq!(s.find_tx(400), None);
         assert_eq!(s.on_acked(150, Timestamp(60)), None, "old ack ignored");
+        // Only the ring's newest 32 are kept: an older transmission is
+        // found through its unacknowledged range, at its latest frame.
+        let mut r = Side::default();
+        for i in 0..40u32 {
+            let rel = 1 + i64::from(i) * 100;
+            r.on_transmit(tx(rel, 100, u64::from(i) + 1, i64::from(i)), 64);
+        }
+        assert_eq!(r.recent.len(), RECENT_RING);
+        let t = r.find_tx(150).expect("unacknowledged");
+        assert_eq!(
+            (t.frame.get(), t.ts.0, t.rel_seq, t.ip_len),
+            (2, 1, 101, 140)
+        );
+        let t = r.find_tx(3950).expect("in the ring");
+        assert_eq!((t.frame.get(), t.rel_seq, t.seq_len), (40, 3901, 100));
+        assert_eq!(std::mem::size_of::<Sent>(), 40);
     }
 }

@@ -114,8 +114,8 @@ impl FlowTable {
                 ev.quoted_rel_seq
                     .and_then(|rq| side.find_tx(rq))
                     .map(|t| QuotedSegmentMatch {
-                        frame: t.last_frame,
-                        ts: t.last_ts,
+                        frame: t.frame,
+                        ts: t.ts,
                         rel_seq: t.rel_seq,
                         payload_len: t.payload_len,
                         ip_len: t.ip_len,
