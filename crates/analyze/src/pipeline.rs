@@ -15,11 +15,11 @@ use crate::quality::QualityTracker;
 use crate::registry::all_detectors;
 use pcapsleuth_core::finding::sort_findings;
 use pcapsleuth_core::{Finding, FrameNo, InterfaceId, Timestamp};
-use pcapsleuth_decode::{Decoded, Decoder};
+use pcapsleuth_decode::Decoder;
 use pcapsleuth_detect::{
     CaptureSpan, Detector, FinishContext, InterfaceContext, PacketContext, StreamEndpoints,
 };
-use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowSummary, FlowTable, PacketFlowInfo, PacketMeta};
+use pcapsleuth_flow::{FlowConfig, FlowEvent, FlowSummary, FlowTable, PacketMeta};
 use pcapsleuth_ingest::{CaptureReader, Frame, IngestError, InterfaceInfo};
 use pcapsleuth_ledger::{CauseSet, LedgerConfig, StallLedger};
 
@@ -193,9 +193,6 @@ impl Consumers {
     }
 }
 
-/// What [`PacketContext`] is made of, with the decoded packet owned.
-type PacketContextParts<'a> = (PacketMeta, Decoded<'a>, PacketFlowInfo);
-
 impl Front {
     pub(crate) fn new(flow_config: FlowConfig, detail: FlowDetail) -> Front {
         Front {
@@ -210,13 +207,16 @@ impl Front {
         }
     }
 
-    /// Decode `frame`, run the flow table and the quality tracker; returns
-    /// the packet. The flow events it produced are appended to `events`.
-    pub(crate) fn step<'a>(
-        &'a mut self,
-        frame: &Frame<'a>,
+    /// Decode `frame`, run the flow table and the quality tracker, append
+    /// the flow events it produced to `events`, and hand the packet and
+    /// those events to `then` (the decoded packet stays where it was
+    /// decoded: no copy of it per packet); returns what `then` returns.
+    pub(crate) fn step<R>(
+        &mut self,
+        frame: &Frame<'_>,
         events: &mut Vec<FlowEvent>,
-    ) -> PacketContextParts<'a> {
+        then: impl FnOnce(&PacketContext<'_>, &[FlowEvent]) -> R,
+    ) -> R {
         self.note_frame(frame);
         let meta = PacketMeta {
             frame: frame.number,
@@ -235,7 +235,12 @@ impl Front {
             }
         }
         self.quality.on_frame(frame, &decoded, &info, events);
-        (meta, decoded, info)
+        let pkt = PacketContext {
+            meta,
+            decoded: &decoded,
+            flow: info,
+        };
+        then(&pkt, events)
     }
     /// Capture span, last frame number and per-interface facts.
     fn note_frame(&mut self, frame: &Frame<'_>) {
@@ -355,14 +360,11 @@ impl Pipeline {
     /// then the packet to every detector, then to `observer`.
     pub fn push(&mut self, frame: &Frame<'_>, observer: &mut impl PacketObserver) {
         self.events.clear();
-        let (meta, decoded, info) = self.front.step(frame, &mut self.events);
-        let pkt = PacketContext {
-            meta,
-            decoded: &decoded,
-            flow: info,
-        };
-        self.consumers.packet(&pkt, &self.events);
-        observer.packet(&pkt, &self.events);
+        let consumers = &mut self.consumers;
+        self.front.step(frame, &mut self.events, |pkt, events| {
+            consumers.packet(pkt, events);
+            observer.packet(pkt, events);
+        });
     }
 
     /// End of input: flush the flow table (its events go to the detectors,

@@ -280,8 +280,7 @@ fn flow_stage(setup: Receiver<Setup2>) -> Option<Front> {
                 data: bytes.get(start..rec.bytes_end).unwrap_or(&[]),
             };
             start = rec.bytes_end;
-            let (_, _, info) = front.step(&frame, events);
-            rec.info = info;
+            rec.info = front.step(&frame, events, |pkt, _| pkt.flow);
             rec.events_end = events.len();
         }
         let batch = Arc::new(batch);
