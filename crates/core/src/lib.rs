@@ -17,6 +17,7 @@ pub mod dense;
 pub mod finding;
 pub mod flowkey;
 pub mod grow;
+pub mod opt;
 pub mod seq;
 pub mod time;
 pub mod timer;

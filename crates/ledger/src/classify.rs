@@ -118,9 +118,11 @@ fn syn(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) -> Decis
         // before the capture point) when the gap fits the SYN ladder.
         (seg.dir, 1, side.syn_last)
     };
-    let observed = since.map_or(seg.ts.0.saturating_sub(start.ts.0), |t| {
-        seg.ts.0.saturating_sub(t.0)
-    });
+    let observed = since
+        .get()
+        .map_or(seg.ts.0.saturating_sub(start.ts.0), |t| {
+            seg.ts.0.saturating_sub(t.0)
+        });
     let prev = if seg.dir == d {
         side.syn_prev_gap_ns
     } else {
@@ -181,7 +183,7 @@ fn probe_evidence(
         observed_ms: Some(ms(observed)),
         matches_timer: Some(matched),
         trigger_frame: peer.lad().zero_mark.map(|m| m.frame),
-        window_bytes: peer.window,
+        window_bytes: peer.window.get(),
         ..ev("zero-window probe sent by the probe0 timer")
     }
 }
@@ -248,7 +250,7 @@ fn outstanding(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) 
         return Decision::Entry(d, cause, ev("reset while data was outstanding"));
     }
     if seg.dir == d {
-        let nxt = side.nxt.unwrap_or(0);
+        let nxt = side.nxt.get().unwrap_or(0);
         if is_probe(seg) {
             return Decision::Entry(d, StallCause::Probe0, probe_evidence(st, d, start, seg));
         }
@@ -267,7 +269,7 @@ fn outstanding(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) 
     // The peer's segment.
     let acks_more = seg
         .rel_ack
-        .is_some_and(|a| f.ack() && side.acked.is_none_or(|x| a > x));
+        .is_some_and(|a| f.ack() && side.acked.get().is_none_or(|x| a > x));
     if !acks_more {
         let cause = side.lad().episode.unwrap_or(StallCause::Unknown);
         return Decision::Entry(
@@ -283,7 +285,7 @@ fn outstanding(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) 
     if let Some(dec) = new_data_probe(st, seg.dir, start, seg) {
         return dec;
     }
-    if seg.payload_len > 0 && seg.rel_seq < peer.nxt.unwrap_or(0) {
+    if seg.payload_len > 0 && seg.rel_seq < peer.nxt.get().unwrap_or(0) {
         let cause = peer.lad().episode.unwrap_or(StallCause::DataRto);
         return Decision::Entry(
             d,
@@ -310,8 +312,8 @@ fn outstanding(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) 
             ts: seg.ts,
         },
         small: side.outstanding() < i64::from(side.mss.unwrap_or(536)),
-        nxt: side.nxt.unwrap_or(0),
-        window: st.side(d.reverse()).window,
+        nxt: side.nxt.get().unwrap_or(0),
+        window: st.side(d.reverse()).window.get(),
     })
 }
 
@@ -369,7 +371,7 @@ fn new_data_probe(
             },
         ));
     }
-    let w = peer.window?;
+    let w = peer.window.get()?;
     let small = w > 0 && u64::from(seg.payload_len) == w && seg.payload_len < side.max_payload;
     (small && matched).then(|| {
         Decision::Entry(
@@ -393,8 +395,8 @@ fn new_data_probe(
 fn retransmission(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) -> Decision {
     let side = st.side(d);
     let peer = st.side(d.reverse());
-    let acked = side.acked.unwrap_or(0);
-    let nxt = side.nxt.unwrap_or(0);
+    let acked = side.acked.get().unwrap_or(0);
+    let nxt = side.nxt.get().unwrap_or(0);
     let end = seg.rel_seq + i64::from(seg.payload_len);
     let rec = side.last_tx_of(seg.rel_seq);
     let observed = rec.map_or(seg.ts.0.saturating_sub(start.ts.0), |r| {
@@ -440,7 +442,7 @@ fn retransmission(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEven
         expected_ms: Some(ms(expected)),
         observed_ms: Some(ms(observed)),
         matches_timer: Some(matched),
-        window_bytes: peer.window,
+        window_bytes: peer.window.get(),
         segment_bytes: Some(seg.payload_len),
         ..ev("data re-sent by the retransmission timer")
     };
@@ -455,13 +457,17 @@ fn retransmission(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEven
         return Decision::Entry(d, StallCause::PathMtu, e);
     }
     let receiver_here = st.captured_at_receiver(d);
-    let open = peer.window.is_some_and(|w| w >= u64::from(seg.payload_len)) && !peer.window_zero;
+    let open = peer
+        .window
+        .get()
+        .is_some_and(|w| w >= u64::from(seg.payload_len))
+        && !peer.window_zero;
     let size_passed = side.largest_acked_ip >= seg.ip_len;
     if open && size_passed && (side.lad().dupack_open || (receiver_here && step > 1)) {
         e.rule = "re-sent bytes reached the receiver, which kept its window open and did not acknowledge them";
         return Decision::Entry(d, StallCause::MissingZeroWindow, e);
     }
-    let peer_heard = peer.last_seen.is_some_and(|t| t.0 > first_tx.0);
+    let peer_heard = peer.last_seen.get().is_some_and(|t| t.0 > first_tx.0);
     if seg.ip_len > side.largest_acked_ip.max(MIN_PATH_MTU) && peer_heard && step > 1 {
         e.rule =
             "large segment re-sent while the peer is heard and smaller segments pass (black hole)";
@@ -486,7 +492,7 @@ fn answer(st: &StreamState, d: Direction, start: Mark, seg: &SegmentEvent) -> De
         return dec;
     }
     let answerer = st.side(seg.dir);
-    if seg.dir == d || seg.rel_seq < answerer.nxt.unwrap_or(0) || answerer.outstanding() > 0 {
+    if seg.dir == d || seg.rel_seq < answerer.nxt.get().unwrap_or(0) || answerer.outstanding() > 0 {
         // The requester sent again without an answer (idle: nobody waited),
         // or the other side re-sent its own bytes (its own wait, not an answer).
         return Decision::Skip;

@@ -724,7 +724,7 @@ fn segment(cfg: &LedgerConfig, st: &mut StreamState, seg: &SegmentEvent) -> bool
         || st
             .sides
             .iter()
-            .all(|s| s.fin_sent && s.outstanding() == 0 && s.acked.is_some());
+            .all(|s| s.fin_sent && s.outstanding() == 0 && s.acked.get().is_some());
     done && st.pending.is_none()
 }
 
@@ -770,7 +770,7 @@ fn record(
                         idx,
                         dir: d,
                         at: now,
-                        nxt: st.sides[d.index()].nxt.unwrap_or(0),
+                        nxt: st.sides[d.index()].nxt.get().unwrap_or(0),
                     });
                 }
                 if matches!(cause, StallCause::PathMtu | StallCause::MissingZeroWindow) {
@@ -797,7 +797,7 @@ fn check_crossed_rto(st: &mut StreamState, c: state::RtoCheck, seg: &SegmentEven
     let crossed = seg.dir == c.dir.reverse()
         && seg.ts.0.saturating_sub(c.at.ts.0) <= window
         && seg.payload_len > 0
-        && seg.rel_seq >= peer.nxt.unwrap_or(0)
+        && seg.rel_seq >= peer.nxt.get().unwrap_or(0)
         && seg.rel_ack.is_some_and(|a| a >= c.nxt);
     // Cut to a smaller path MTU: at least RFC 879's default 536-byte
     // segment (a short answer is just an answer) and 40 bytes under the MSS.

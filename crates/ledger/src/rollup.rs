@@ -198,8 +198,8 @@ impl Rollup {
         });
         let dropped_ns = total.saturating_sub(kept_ns);
         let stall_ns = union_ns(&entries).saturating_add(dropped_ns.max(0));
-        let first = st.first_ts.map_or(0, |t| t.0);
-        let last = st.last_ts.map_or(0, |t| t.0);
+        let first = st.first_ts.get().map_or(0, |t| t.0);
+        let last = st.last_ts.get().map_or(0, |t| t.0);
         let span = last.saturating_sub(first).max(0).max(stall_ns);
         add(&mut self.by, &by_cause);
         let i = self.service(st.server);

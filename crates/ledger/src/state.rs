@@ -4,6 +4,7 @@
 
 use crate::model::{StallEntry, StallEvidence};
 use crate::StallCause;
+use pcapsleuth_core::opt::{OptI64, OptTimestamp, OptU64};
 use pcapsleuth_core::{Direction, Endpoint, FrameNo, StreamId, Timestamp};
 use pcapsleuth_flow::SegmentEvent;
 use std::collections::VecDeque;
@@ -53,18 +54,18 @@ pub(crate) struct Side {
     pub seen: bool,
     pub sent_data: bool,
     pub syn_count: u32,
-    pub syn_last: Option<Timestamp>,
+    pub syn_last: OptTimestamp,
     pub syn_prev_gap_ns: i64,
     /// SND.NXT (relative, SYN and FIN count one).
-    pub nxt: Option<i64>,
+    pub nxt: OptI64,
     /// Highest relative ACK the peer sent for this side's bytes.
-    pub acked: Option<i64>,
+    pub acked: OptI64,
     pub fin_sent: bool,
     pub rst_sent: bool,
     pub max_payload: u32,
     pub mss: Option<u16>,
     /// The window this side last advertised (bytes, scaled when known).
-    pub window: Option<u64>,
+    pub window: OptU64,
     /// This side last advertised a raw window of 0.
     pub window_zero: bool,
     pub recent: VecDeque<SegRec>,
@@ -72,10 +73,10 @@ pub(crate) struct Side {
     /// Timer ladders and rare notes, allocated at their first use (most
     /// sides never retransmit, probe, close their window or get an ICMP).
     pub lad: Option<Box<Ladders>>,
-    pub min_rtt_ns: Option<i64>,
+    pub min_rtt_ns: OptI64,
     /// Start of this direction's current wait (its last progress).
     pub wait: Option<Mark>,
-    pub last_seen: Option<Timestamp>,
+    pub last_seen: OptTimestamp,
 }
 
 /// A side's timer ladders (RTO, zero-window probes) and rare notes (its
@@ -129,12 +130,12 @@ impl Side {
 
     /// A SYN (or SYN/ACK) sent and not yet acknowledged.
     pub fn syn_pending(&self) -> bool {
-        self.syn_count > 0 && self.acked.is_none_or(|a| a < 1) && !self.rst_sent
+        self.syn_count > 0 && self.acked.get().is_none_or(|a| a < 1) && !self.rst_sent
     }
 
     /// Bytes sent and not acknowledged (0 when the peer never acknowledged).
     pub fn outstanding(&self) -> i64 {
-        match (self.nxt, self.acked) {
+        match (self.nxt.get(), self.acked.get()) {
             (Some(n), Some(a)) => (n - a).max(0),
             _ => 0,
         }
@@ -190,16 +191,16 @@ pub(crate) struct StreamState {
     pub id: StreamId,
     pub client: Endpoint,
     pub server: Endpoint,
-    pub first_ts: Option<Timestamp>,
-    pub last_ts: Option<Timestamp>,
+    pub first_ts: OptTimestamp,
+    pub last_ts: OptTimestamp,
     pub sides: [Side; 2],
     pub last_data_dir: Option<Direction>,
     /// Direction of the stream's first data: its sender is the initiator,
     /// the other side the responder (whose late data is application time).
     pub first_data_dir: Option<Direction>,
-    pub hs_syn: Option<Timestamp>,
-    pub hs_synack: Option<Timestamp>,
-    pub hs_ack: Option<Timestamp>,
+    pub hs_syn: OptTimestamp,
+    pub hs_synack: OptTimestamp,
+    pub hs_ack: OptTimestamp,
     pub pending: Option<Provisional>,
     /// A first RTO step just recorded: if the peer's answer crosses it, the
     /// peer was held by its own timer (see `lib.rs`, `check_crossed_rto`).
@@ -227,14 +228,14 @@ impl StreamState {
             id,
             client,
             server,
-            first_ts: None,
-            last_ts: None,
+            first_ts: OptTimestamp::NONE,
+            last_ts: OptTimestamp::NONE,
             sides: [Side::default(), Side::default()],
             last_data_dir: None,
             first_data_dir: None,
-            hs_syn: None,
-            hs_synack: None,
-            hs_ack: None,
+            hs_syn: OptTimestamp::NONE,
+            hs_synack: OptTimestamp::NONE,
+            hs_ack: OptTimestamp::NONE,
             pending: None,
             rto_check: None,
             out: None,
@@ -254,17 +255,17 @@ impl StreamState {
         window: Option<u64>,
     ) -> Self {
         let mut st = StreamState::new(id, client, server);
-        st.first_ts = Some(at.ts);
-        st.last_ts = Some(at.ts);
-        st.hs_syn = Some(at.ts);
+        st.first_ts = Some(at.ts).into();
+        st.last_ts = Some(at.ts).into();
+        st.hs_syn = Some(at.ts).into();
         let s = &mut st.sides[Direction::ClientToServer.index()];
         s.seen = true;
-        s.last_seen = Some(at.ts);
+        s.last_seen = Some(at.ts).into();
         s.syn_count = 1;
-        s.syn_last = Some(at.ts);
+        s.syn_last = Some(at.ts).into();
         s.mss = mss;
-        s.nxt = Some(1);
-        s.window = window;
+        s.nxt = Some(1).into();
+        s.window = window.into();
         for side in st.sides.iter_mut() {
             side.wait = Some(at);
         }
@@ -287,7 +288,11 @@ impl StreamState {
     }
 
     fn handshake_halves(&self) -> Option<(i64, i64)> {
-        let (s, sa, a) = (self.hs_syn?, self.hs_synack?, self.hs_ack?);
+        let (s, sa, a) = (
+            self.hs_syn.get()?,
+            self.hs_synack.get()?,
+            self.hs_ack.get()?,
+        );
         let x = sa.0.saturating_sub(s.0);
         let y = a.0.saturating_sub(sa.0);
         (x >= 0 && y >= 0).then_some((x, y))
@@ -299,7 +304,7 @@ impl StreamState {
         self.handshake_rtt_ns().or_else(|| {
             let a = self.sides[0].min_rtt_ns;
             let b = self.sides[1].min_rtt_ns;
-            a.max(b)
+            a.get().max(b.get())
         })
     }
 
@@ -320,7 +325,7 @@ impl StreamState {
             (Vantage::Server, Direction::ClientToServer)
                 | (Vantage::Client, Direction::ServerToClient)
         );
-        let by_ack = match (self.side(d).min_rtt_ns, self.handshake_rtt_ns()) {
+        let by_ack = match (self.side(d).min_rtt_ns.get(), self.handshake_rtt_ns()) {
             (Some(a), Some(h)) => h > 0 && a.saturating_mul(4) < h,
             _ => false,
         };
@@ -371,9 +376,9 @@ impl StreamState {
         let side = self.side(d);
         let peer = self.side(d.reverse());
         let ack_adv = f.ack()
-            && seg
-                .rel_ack
-                .is_some_and(|a| side.acked.is_none_or(|x| a > x) && side.nxt.is_some());
+            && seg.rel_ack.is_some_and(|a| {
+                side.acked.get().is_none_or(|x| a > x) && side.nxt.get().is_some()
+            });
         let win_flip = (seg.window_raw == 0) != peer.window_zero;
         let answer = (seg.payload_len > 0 || f.fin())
             && side.outstanding() == 0
@@ -383,22 +388,24 @@ impl StreamState {
 
     /// Apply `seg` to the state (after the waits it ends were classified).
     pub fn apply(&mut self, seg: &SegmentEvent) {
-        self.first_ts.get_or_insert(seg.ts);
-        self.last_ts = Some(self.last_ts.map_or(seg.ts, |t| t.max(seg.ts)));
+        if self.first_ts.get().is_none() {
+            self.first_ts = OptTimestamp::some(seg.ts);
+        }
+        self.last_ts = Some(self.last_ts.get().map_or(seg.ts, |t| t.max(seg.ts))).into();
         self.note_handshake(seg);
         let d = seg.dir;
         self.apply_peer_ack(d.reverse(), seg);
         let peer_zero = self.sides[d.reverse().index()].lad().zero_mark;
         let s = &mut self.sides[d.index()];
         s.seen = true;
-        s.last_seen = Some(seg.ts);
+        s.last_seen = Some(seg.ts).into();
         let f = seg.flags;
         if f.syn() {
-            if let Some(prev) = s.syn_last {
+            if let Some(prev) = s.syn_last.get() {
                 s.syn_prev_gap_ns = seg.ts.0.saturating_sub(prev.0);
             }
             s.syn_count += 1;
-            s.syn_last = Some(seg.ts);
+            s.syn_last = Some(seg.ts).into();
             s.mss = seg.mss.or(s.mss);
         }
         if f.rst() {
@@ -409,7 +416,7 @@ impl StreamState {
         }
         let end =
             seg.rel_seq + i64::from(seg.payload_len) + i64::from(f.syn()) + i64::from(f.fin());
-        s.nxt = Some(s.nxt.map_or(end, |n| n.max(end)));
+        s.nxt = Some(s.nxt.get().map_or(end, |n| n.max(end))).into();
         if seg.payload_len > 0 {
             s.sent_data = true;
             s.max_payload = s.max_payload.max(seg.payload_len);
@@ -427,7 +434,7 @@ impl StreamState {
             l.probe_last = Some(seg.ts);
         }
         // The window this side advertises.
-        s.window = seg.window_bytes.or(s.window);
+        s.window = seg.window_bytes.or(s.window.get()).into();
         let zero = seg.window_raw == 0 && !f.syn() && !f.rst();
         if zero && !s.window_zero {
             s.lad_mut().zero_mark = Some(Mark {
@@ -448,16 +455,19 @@ impl StreamState {
     fn note_handshake(&mut self, seg: &SegmentEvent) {
         let f = seg.flags;
         match seg.dir {
-            Direction::ClientToServer if f.syn() && !f.ack() && self.hs_synack.is_none() => {
-                self.hs_syn = Some(seg.ts)
+            Direction::ClientToServer if f.syn() && !f.ack() && self.hs_synack.get().is_none() => {
+                self.hs_syn = Some(seg.ts).into()
             }
-            Direction::ServerToClient if f.syn() && f.ack() && self.hs_synack.is_none() => {
-                self.hs_synack = Some(seg.ts)
+            Direction::ServerToClient if f.syn() && f.ack() && self.hs_synack.get().is_none() => {
+                self.hs_synack = Some(seg.ts).into()
             }
             Direction::ClientToServer
-                if !f.syn() && f.ack() && self.hs_synack.is_some() && self.hs_ack.is_none() =>
+                if !f.syn()
+                    && f.ack()
+                    && self.hs_synack.get().is_some()
+                    && self.hs_ack.get().is_none() =>
             {
-                self.hs_ack = Some(seg.ts)
+                self.hs_ack = Some(seg.ts).into()
             }
             _ => {}
         }
@@ -470,11 +480,11 @@ impl StreamState {
             return;
         };
         if let Some(rtt) = seg.ack_rtt_ns.filter(|r| *r > 0) {
-            s.min_rtt_ns = Some(s.min_rtt_ns.map_or(rtt, |m| m.min(rtt)));
+            s.min_rtt_ns = Some(s.min_rtt_ns.get().map_or(rtt, |m| m.min(rtt))).into();
         }
-        let advanced = s.acked.is_none_or(|x| a > x);
+        let advanced = s.acked.get().is_none_or(|x| a > x);
         if advanced {
-            s.acked = Some(a);
+            s.acked = Some(a).into();
             while let Some(r) = s.recent.front() {
                 if r.end > a {
                     break;
@@ -522,7 +532,7 @@ fn note_tx(s: &mut Side, seg: &SegmentEvent) {
         r.end = r.end.max(end);
         return;
     }
-    if s.acked.is_some_and(|a| end <= a) {
+    if s.acked.get().is_some_and(|a| end <= a) {
         return;
     }
     if s.recent.len() >= MAX_RECENT {
