@@ -32,6 +32,11 @@ impl OptI64 {
             Some(self.0)
         }
     }
+
+    /// The value, if any, leaving none in its place.
+    pub fn take(&mut self) -> Option<i64> {
+        std::mem::replace(self, OptI64::NONE).get()
+    }
 }
 
 impl Default for OptI64 {
@@ -72,6 +77,11 @@ impl OptTimestamp {
         } else {
             Some(Timestamp(self.0))
         }
+    }
+
+    /// The value, if any, leaving none in its place.
+    pub fn take(&mut self) -> Option<Timestamp> {
+        std::mem::replace(self, OptTimestamp::NONE).get()
     }
 }
 
@@ -114,6 +124,11 @@ impl OptU64 {
             Some(self.0)
         }
     }
+
+    /// The value, if any, leaving none in its place.
+    pub fn take(&mut self) -> Option<u64> {
+        std::mem::replace(self, OptU64::NONE).get()
+    }
 }
 
 impl Default for OptU64 {
@@ -154,6 +169,12 @@ mod tests {
         assert_eq!(OptTimestamp::default().get(), None);
         assert_eq!(OptU64::default().get(), None);
         assert_eq!(OptU64::some(u64::MAX).get(), None);
+        let mut t = OptTimestamp::some(Timestamp(5));
+        assert_eq!((t.take(), t.get()), (Some(Timestamp(5)), None));
+        let mut v = OptI64::some(-3);
+        assert_eq!((v.take(), v.take()), (Some(-3), None));
+        let mut w = OptU64::some(9);
+        assert_eq!((w.take(), w), (Some(9), OptU64::NONE));
         assert_eq!(format!("{:?}", OptI64::some(-4)), "Some(-4)");
         assert_eq!(format!("{:?}", OptU64::NONE), "None");
         assert_eq!(std::mem::size_of::<OptI64>(), 8);

@@ -7,6 +7,7 @@
 //! relative sequence 1), else the peer's first ACK − 1. The 32-bit values are
 //! unwrapped with [`SeqUnwrapper`] so they never wrap.
 
+use pcapsleuth_core::opt::{OptI64, OptTimestamp, OptU64};
 use pcapsleuth_core::seq::SeqUnwrapper;
 use pcapsleuth_core::{FrameNo, SeqNum, Timestamp};
 use std::collections::VecDeque;
@@ -126,7 +127,7 @@ pub(crate) struct Side {
     /// A FIN was sent.
     pub fin_sent: bool,
     /// Relative sequence of the FIN, if sent.
-    pub fin_rel: Option<i64>,
+    pub fin_rel: OptI64,
     /// An RST was sent.
     pub rst_sent: bool,
     /// Window scale shift offered in this side's SYN (`None` = SYN without option or not seen).
@@ -140,9 +141,9 @@ pub(crate) struct Side {
     /// Last advertised raw window (non-RST segments), if any.
     pub window_raw: Option<u16>,
     /// Last advertised window in bytes (scaled), if the scale is known.
-    pub window_bytes: Option<u64>,
+    pub window_bytes: OptU64,
     /// Start of the current zero-window episode.
-    pub zw_since: Option<Timestamp>,
+    pub zw_since: OptTimestamp,
     /// Unacknowledged ranges, oldest first (capped).
     pub unacked: VecDeque<TxSeg>,
     /// The unacked list hit its cap at least once.
@@ -154,7 +155,7 @@ pub(crate) struct Side {
     /// Sent something other than SYN/RST (ACK, data or FIN): used for RSTOS0.
     pub sent_non_syn: bool,
     /// Time of the latest SYN sent by this side (for handshake RTT).
-    pub last_syn_ts: Option<Timestamp>,
+    pub last_syn_ts: OptTimestamp,
 }
 
 impl Side {
@@ -206,7 +207,7 @@ impl Side {
         if self.syn_pending() {
             n -= 1;
         }
-        if let Some(f) = self.fin_rel {
+        if let Some(f) = self.fin_rel.get() {
             if f >= self.snd_una {
                 n -= 1;
             }

@@ -148,6 +148,7 @@ fn classify_end(
         if f.fin()
             && side
                 .fin_rel
+                .get()
                 .is_some_and(|fr| rel_seq + i64::from(payload) <= fr)
         {
             return StallEnd::Retransmission;

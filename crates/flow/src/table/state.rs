@@ -45,7 +45,7 @@ fn note_sender_flags(side: &mut Side, peer: &mut Side, meta: &PacketMeta, seg: &
             side.isn = Some(seg.seq);
         }
         side.syn_sent = true;
-        side.last_syn_ts = Some(meta.ts);
+        side.last_syn_ts = Some(meta.ts).into();
         if seg.options.mss.is_some() {
             side.mss = seg.options.mss;
         }
@@ -99,8 +99,8 @@ fn note_transmit(
     if f.fin() {
         let fr = rel_seq + i64::from(seg.payload_len);
         side.fin_sent = true;
-        if side.fin_rel.is_none_or(|x| fr > x) {
-            side.fin_rel = Some(fr);
+        if side.fin_rel.get().is_none_or(|x| fr > x) {
+            side.fin_rel = Some(fr).into();
         }
     }
     if f.rst() {
@@ -124,7 +124,7 @@ fn note_window(
     let mut event = None;
     let (side, _) = both_mut(&mut st.sides, dir);
     if let Some(old_raw) = side.window_raw {
-        let changed = match (side.window_bytes, bytes) {
+        let changed = match (side.window_bytes.get(), bytes) {
             (Some(a), Some(b)) => a != b,
             (None, None) => old_raw != seg.window,
             _ => true,
@@ -135,18 +135,18 @@ fn note_window(
                 dir,
                 frame: meta.frame,
                 ts: meta.ts,
-                old_bytes: side.window_bytes,
+                old_bytes: side.window_bytes.get(),
                 new_bytes: bytes,
                 raw: seg.window,
             });
         }
     }
     side.window_raw = Some(seg.window);
-    side.window_bytes = bytes;
+    side.window_bytes = bytes.into();
     if !f.syn() {
         if seg.window == 0 {
-            if side.zw_since.is_none() {
-                side.zw_since = Some(meta.ts);
+            if side.zw_since.get().is_none() {
+                side.zw_since = Some(meta.ts).into();
                 st.acc.zero_window_episodes += 1;
             }
         } else if let Some(since) = side.zw_since.take() {
@@ -188,7 +188,7 @@ pub(super) fn update_state(
         && handshake_done
         && st.acc.handshake_rtt_ns.is_none()
     {
-        if let Some(t0) = client_syn_ts {
+        if let Some(t0) = client_syn_ts.get() {
             st.acc.handshake_rtt_ns = Some(meta.ts.0.saturating_sub(t0.0));
         }
     }
@@ -196,7 +196,7 @@ pub(super) fn update_state(
     // Closed: RST, or both FINs acknowledged. A late segment on a closed
     // stream refilled the buffers just freed: free them again.
     let [c, s] = &st.sides;
-    let fin_acked = |x: &Side| x.fin_rel.is_some_and(|fr| x.snd_una > fr);
+    let fin_acked = |x: &Side| x.fin_rel.get().is_some_and(|fr| x.snd_una > fr);
     if st.closed || f.rst() || (fin_acked(c) && fin_acked(s)) {
         st.close();
     }

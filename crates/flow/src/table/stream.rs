@@ -164,7 +164,7 @@ impl Stream {
     pub(super) fn facts(&self, max_sightings: usize) -> Facts {
         let mut acc = self.acc.clone();
         for side in &self.sides {
-            if let Some(since) = side.zw_since {
+            if let Some(since) = side.zw_since.get() {
                 acc.zero_window_ns = acc
                     .zero_window_ns
                     .saturating_add(acc.last_ts.0.saturating_sub(since.0).max(0));
