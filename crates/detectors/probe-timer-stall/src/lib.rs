@@ -18,7 +18,7 @@ pub use render::render;
 use pcapsleuth_core::{Direction, FrameNo, StreamId, Timestamp};
 use pcapsleuth_decode::IcmpKind;
 use pcapsleuth_detect::followup::{FollowUp, SegRec};
-use pcapsleuth_detect::{Detector, DetectorInfo, Finding, FinishContext, FlowEvent};
+use pcapsleuth_detect::{Bound, Detector, DetectorInfo, Finding, FinishContext, FlowEvent};
 use pcapsleuth_flow::{SegmentEvent, StallEvent};
 
 /// Detector id.
@@ -34,6 +34,12 @@ const SEGS_PER_TRIGGER: usize = 64;
 pub const BURST_NS: i64 = 50_000_000;
 /// Window after the carrier in which released bytes count as waiting, ns.
 pub const RELEASE_NS: i64 = 10_000_000;
+/// Most flow silences kept for the whole capture (the stall table, about 32
+/// bytes an entry): each gives a diagnosis its `flow_silent_ms`; past it a
+/// diagnosis whose carrier ended a later silence has none, and the report
+/// says so (a `detector_limit` warning). The table is O(stalls), not
+/// O(open flows): the ledger's probe0 waits are matched to it at the end.
+pub const MAX_STALLS: usize = 1_000_000;
 
 /// One trigger: an ICMP frag-needed / PTB quoting the flow, or a zero-window
 /// re-opening the sender did not act on.
@@ -104,8 +110,9 @@ struct Cold {
 /// [`FlowEvent::FlowEnded`], when its triggers are
 /// diagnosed and only the diagnoses are kept. Capture-wide: the follow-up
 /// history ([`FollowUp`], fixed size) and one 24-byte entry per stall with
-/// data pending (the ledger's probe0 waits are matched to them at the end).
-#[derive(Debug, Default)]
+/// data pending, at most [`MAX_STALLS`] (the ledger's probe0 waits are
+/// matched to them at the end).
+#[derive(Debug)]
 pub struct ProbeTimerStall {
     streams: pcapsleuth_detect::StreamMap<StreamId, Stream>,
     follow: FollowUp,
@@ -116,9 +123,29 @@ pub struct ProbeTimerStall {
     /// direction, first trigger's time and frame); `flow` and
     /// `flow_silent_ms` are filled in at the end.
     ended: Vec<((StreamId, usize, Timestamp, FrameNo), Diagnosis)>,
+    /// [`MAX_STALLS`], and the silences not kept past it.
+    stalls_bound: Bound,
+}
+
+impl Default for ProbeTimerStall {
+    fn default() -> Self {
+        ProbeTimerStall::with_max_stalls(MAX_STALLS)
+    }
 }
 
 impl ProbeTimerStall {
+    /// A detector keeping at most `max` flow silences (default
+    /// [`MAX_STALLS`]); [`Detector::limits`] says how many more there were.
+    pub fn with_max_stalls(max: usize) -> Self {
+        ProbeTimerStall {
+            streams: Default::default(),
+            follow: FollowUp::default(),
+            stalls: Default::default(),
+            ended: Vec::new(),
+            stalls_bound: Bound::new("flow silences (for flow_silent_ms)", max as u64),
+        }
+    }
+
     /// Streams with live state (past the SYN, not ended).
     pub fn active_streams(&self) -> usize {
         self.streams.len()
@@ -287,8 +314,13 @@ impl ProbeTimerStall {
     }
 
     fn on_stall(&mut self, s: &StallEvent) {
+        let key = (s.stream, s.end_frame);
+        if self.stalls.len() as u64 >= self.stalls_bound.limit && !self.stalls.contains_key(&key) {
+            self.stalls_bound.refuse(s.end_frame);
+            return;
+        }
         self.stalls
-            .entry((s.stream, s.end_frame))
+            .entry(key)
             .or_insert(s.end_ts.0.saturating_sub(s.start_ts.0));
     }
 
@@ -327,6 +359,11 @@ impl Detector for ProbeTimerStall {
             FlowEvent::FlowEnded(e) => self.on_flow_ended(e.stream),
             _ => {}
         }
+    }
+
+    /// [`MAX_STALLS`], when more flow silences than that were seen.
+    fn limits(&self) -> Vec<Bound> {
+        self.stalls_bound.if_reached().into_iter().collect()
     }
 
     fn finish(&mut self, ctx: &FinishContext) -> Vec<Finding> {

@@ -185,6 +185,56 @@ fn router_frag_needed_burst_and_stall_event() {
     assert_eq!(e.flow_silent_ms, Some(400.1));
 }
 
+/// The stall table keeps at most its bound of flow silences: past it a
+/// diagnosis has no `flow_silent_ms`, and `limits` says how many silences
+/// were refused, from which frame; a silence already kept is not refused
+/// again.
+#[test]
+fn the_stall_table_is_bounded_and_says_so() {
+    let stall = |end: u64, ms: f64| {
+        FlowEvent::Stall(StallEvent {
+            stream: StreamId(0),
+            dir: C2S,
+            start_frame: FrameNo(end - 1),
+            start_ts: ts(0.0),
+            end_frame: FrameNo(end),
+            end_ts: ts(ms),
+            pending_bytes: 1448,
+            pending_syn: false,
+            ended_by: pcapsleuth_flow::StallEnd::Retransmission,
+        })
+    };
+    for (max, silent, limits) in [
+        (1, None, vec![(2u64, FrameNo(13))]),
+        (3, Some(400.1), vec![]),
+    ] {
+        let mut c = Cap::new();
+        c.d = ProbeTimerStall::with_max_stalls(max);
+        c.ctx = synth::start_flow(
+            &mut c.d,
+            synth::v4_pair(50001, 9200).0,
+            synth::v4_pair(50001, 9200).1,
+        );
+        c.d.on_flow_event(&stall(5, 200.0));
+        c.d.on_flow_event(&stall(5, 200.0));
+        c.seg(C2S, 10, 0.0, 1, 1448, false);
+        c.icmp(11, 0.1, "192.0.2.1", 1);
+        c.icmp(12, 20.0, "192.0.2.1", 1);
+        c.d.on_flow_event(&stall(13, 400.1));
+        c.d.on_flow_event(&stall(13, 400.1));
+        c.seg(C2S, 13, 400.1, 1, 1348, false);
+        let out = c.run();
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].evidence.flow_silent_ms, silent, "max {max}");
+        let got: Vec<(u64, FrameNo)> =
+            c.d.limits()
+                .iter()
+                .map(|b| (b.refused, b.first_frame.unwrap_or(FrameNo(0))))
+                .collect();
+        assert_eq!(got, limits, "max {max}");
+    }
+}
+
 // ---- Rendering ----
 
 #[test]
