@@ -1,149 +1,78 @@
 //! Optional integers in the integer's own 8 bytes: one value no field ever
 //! holds stands for "none" (an `Option<i64>` takes 16). For per-stream
 //! state held for every open flow, where 8 bytes a field add up (the stall
-//! ledger's stream: 152 bytes of 632).
+//! ledger's stream: 136 bytes of 632).
 //!
-//! The sentinels: `i64::MIN` for [`OptI64`] and [`OptTimestamp`] (a
-//! relative sequence number, a duration or a capture time in ns since the
-//! epoch never reaches −2⁶³), `u64::MAX` for [`OptU64`] (a window in bytes
-//! is at most 2³⁰, RFC 7323 §2.3). [`OptI64::some`] of the sentinel itself
-//! gives none.
+//! The sentinels ([`Sentinel::NONE`]): `i64::MIN` for [`OptI64`] and
+//! [`OptTimestamp`] (a relative sequence number, a duration or a capture
+//! time in ns since the epoch never reaches −2⁶³), `u64::MAX` for
+//! [`OptU64`] (a window in bytes is at most 2³⁰, RFC 7323 §2.3).
+//! [`Opt::some`] of the sentinel itself gives none.
 
 use crate::Timestamp;
 
+/// A type with a value that stands for "none" in an [`Opt`].
+pub trait Sentinel: Copy + PartialEq {
+    /// The value that means none.
+    const NONE: Self;
+}
+
+impl Sentinel for i64 {
+    const NONE: i64 = i64::MIN;
+}
+
+impl Sentinel for u64 {
+    const NONE: u64 = u64::MAX;
+}
+
+impl Sentinel for Timestamp {
+    const NONE: Timestamp = Timestamp(i64::MIN);
+}
+
+/// An `Option<T>` in the size of `T`: [`Sentinel::NONE`] is none.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Opt<T>(T);
+
 /// An `Option<i64>` in 8 bytes (`i64::MIN` is none).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct OptI64(i64);
-
-impl OptI64 {
-    /// None.
-    pub const NONE: OptI64 = OptI64(i64::MIN);
-
-    /// `v` (none if `v` is `i64::MIN`).
-    pub const fn some(v: i64) -> OptI64 {
-        OptI64(v)
-    }
-
-    /// The value, if any.
-    pub const fn get(self) -> Option<i64> {
-        if self.0 == i64::MIN {
-            None
-        } else {
-            Some(self.0)
-        }
-    }
-
-    /// The value, if any, leaving none in its place.
-    pub fn take(&mut self) -> Option<i64> {
-        std::mem::replace(self, OptI64::NONE).get()
-    }
-}
-
-impl Default for OptI64 {
-    fn default() -> Self {
-        OptI64::NONE
-    }
-}
-
-impl From<Option<i64>> for OptI64 {
-    fn from(v: Option<i64>) -> Self {
-        v.map_or(OptI64::NONE, OptI64::some)
-    }
-}
-
-impl std::fmt::Debug for OptI64 {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.get().fmt(f)
-    }
-}
-
-/// An `Option<Timestamp>` in 8 bytes (`i64::MIN` ns is none).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct OptTimestamp(i64);
-
-impl OptTimestamp {
-    /// None.
-    pub const NONE: OptTimestamp = OptTimestamp(i64::MIN);
-
-    /// `t` (none if it is `i64::MIN` ns).
-    pub const fn some(t: Timestamp) -> OptTimestamp {
-        OptTimestamp(t.0)
-    }
-
-    /// The timestamp, if any.
-    pub const fn get(self) -> Option<Timestamp> {
-        if self.0 == i64::MIN {
-            None
-        } else {
-            Some(Timestamp(self.0))
-        }
-    }
-
-    /// The value, if any, leaving none in its place.
-    pub fn take(&mut self) -> Option<Timestamp> {
-        std::mem::replace(self, OptTimestamp::NONE).get()
-    }
-}
-
-impl Default for OptTimestamp {
-    fn default() -> Self {
-        OptTimestamp::NONE
-    }
-}
-
-impl From<Option<Timestamp>> for OptTimestamp {
-    fn from(v: Option<Timestamp>) -> Self {
-        v.map_or(OptTimestamp::NONE, OptTimestamp::some)
-    }
-}
-
-impl std::fmt::Debug for OptTimestamp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.get().fmt(f)
-    }
-}
-
+pub type OptI64 = Opt<i64>;
 /// An `Option<u64>` in 8 bytes (`u64::MAX` is none).
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct OptU64(u64);
+pub type OptU64 = Opt<u64>;
+/// An `Option<Timestamp>` in 8 bytes (`i64::MIN` ns is none).
+pub type OptTimestamp = Opt<Timestamp>;
 
-impl OptU64 {
+impl<T: Sentinel> Opt<T> {
     /// None.
-    pub const NONE: OptU64 = OptU64(u64::MAX);
+    pub const NONE: Opt<T> = Opt(T::NONE);
 
-    /// `v` (none if `v` is `u64::MAX`).
-    pub const fn some(v: u64) -> OptU64 {
-        OptU64(v)
+    /// `v` (none if `v` is the sentinel).
+    pub const fn some(v: T) -> Opt<T> {
+        Opt(v)
     }
 
     /// The value, if any.
-    pub const fn get(self) -> Option<u64> {
-        if self.0 == u64::MAX {
-            None
-        } else {
-            Some(self.0)
-        }
+    pub fn get(self) -> Option<T> {
+        (self.0 != T::NONE).then_some(self.0)
     }
 
     /// The value, if any, leaving none in its place.
-    pub fn take(&mut self) -> Option<u64> {
-        std::mem::replace(self, OptU64::NONE).get()
+    pub fn take(&mut self) -> Option<T> {
+        std::mem::replace(self, Opt::NONE).get()
     }
 }
 
-impl Default for OptU64 {
+impl<T: Sentinel> Default for Opt<T> {
     fn default() -> Self {
-        OptU64::NONE
+        Opt::NONE
     }
 }
 
-impl From<Option<u64>> for OptU64 {
-    fn from(v: Option<u64>) -> Self {
-        v.map_or(OptU64::NONE, OptU64::some)
+impl<T: Sentinel> From<Option<T>> for Opt<T> {
+    fn from(v: Option<T>) -> Self {
+        v.map_or(Opt::NONE, Opt::some)
     }
 }
 
-impl std::fmt::Debug for OptU64 {
+impl<T: Sentinel + std::fmt::Debug> std::fmt::Debug for Opt<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.get().fmt(f)
     }
