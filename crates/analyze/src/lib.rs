@@ -276,12 +276,13 @@ pub(crate) fn detector_limit_warnings(limits: &[DetectorLimit]) -> Vec<WarningRe
                 offset: 0,
                 frame: b.first_frame.map(|f| f.get()),
                 message: format!(
-                    "{} keeps at most {} {} per capture (its memory bound); it reached it{} and from there on refused {} more, so its findings say nothing about what it refused",
+                    "{} keeps at most {} {} per capture (its memory bound); it reached it{} and from there on refused {} more, so {}",
                     l.detector,
                     b.limit,
                     b.what,
                     at,
                     b.refused,
+                    b.effect,
                 ),
             }
         })

@@ -176,6 +176,7 @@ fn detectors_report_the_bounds_they_reach() {
                 limit,
                 refused,
                 first_frame: Some(FrameNo(first)),
+                effect: Bound::DEFAULT_EFFECT,
             },
         }]
     };

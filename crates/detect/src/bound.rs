@@ -30,9 +30,16 @@ pub struct Bound {
     pub refused: u64,
     /// Frame of the first item not kept (`None` while `refused` is 0).
     pub first_frame: Option<FrameNo>,
+    /// What the refusals cost the findings, for the report's message
+    /// ([`Bound::DEFAULT_EFFECT`] unless [`Bound::with_effect`] says otherwise).
+    pub effect: &'static str,
 }
 
 impl Bound {
+    /// What refusing costs when nothing else is said: the findings cannot
+    /// cover what was not kept.
+    pub const DEFAULT_EFFECT: &'static str = "its findings say nothing about what it refused";
+
     /// A cap of `limit` items of `what`, none refused yet.
     pub const fn new(what: &'static str, limit: u64) -> Bound {
         Bound {
@@ -40,7 +47,14 @@ impl Bound {
             limit,
             refused: 0,
             first_frame: None,
+            effect: Bound::DEFAULT_EFFECT,
         }
+    }
+
+    /// The same cap, with what refusing costs the findings said in
+    /// `effect` (a clause: "a later diagnosis has no flow_silent_ms").
+    pub const fn with_effect(self, effect: &'static str) -> Bound {
+        Bound { effect, ..self }
     }
 
     /// Count one item of frame `frame` that was not kept.
@@ -82,6 +96,7 @@ mod tests {
                 limit: 2,
                 refused: 2,
                 first_frame: Some(FrameNo(7)),
+                effect: Bound::DEFAULT_EFFECT,
             })
         );
     }

@@ -50,8 +50,8 @@ pub enum WarningKindReport {
     /// capture-wide memory bounds and did not examine the rest of the
     /// capture for that concern (`offset` 0, `frame` the frame where it
     /// reached it; the message names the detector, the bound and how many
-    /// times it refused something after it). Its findings say nothing about
-    /// what it refused.
+    /// times it refused something after it, and what that costs its
+    /// findings: for most, that they say nothing about what was refused).
     DetectorLimit,
 }
 

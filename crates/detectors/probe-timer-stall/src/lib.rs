@@ -142,7 +142,10 @@ impl ProbeTimerStall {
             follow: FollowUp::default(),
             stalls: Default::default(),
             ended: Vec::new(),
-            stalls_bound: Bound::new("flow silences (for flow_silent_ms)", max as u64),
+            stalls_bound: Bound::new("flow silences (for flow_silent_ms)", max as u64)
+                .with_effect(
+                    "a diagnosis whose carrier ended a refused silence has flow_silent_ms null; no finding is lost",
+                ),
         }
     }
 

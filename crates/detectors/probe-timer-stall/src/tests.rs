@@ -232,6 +232,9 @@ fn the_stall_table_is_bounded_and_says_so() {
                 .map(|b| (b.refused, b.first_frame.unwrap_or(FrameNo(0))))
                 .collect();
         assert_eq!(got, limits, "max {max}");
+        if let Some(b) = c.d.limits().first() {
+            assert!(b.effect.contains("no finding is lost"), "{}", b.effect);
+        }
     }
 }
 
