@@ -257,6 +257,41 @@ fn jsonl_lines_parse_and_follow_capture_order() {
     }
 }
 
+/// A capture analysed only in part (here: `--max-flows 1` on a capture of
+/// 31 interleaved connections) says so in JSON Lines too: one
+/// `capture_limited` record after its findings, carrying the same `flow_cap`
+/// warning as the JSON report; a capture under every bound has none.
+#[test]
+fn jsonl_says_when_a_capture_was_analysed_in_part() {
+    let capture = "fixtures/captures/syn-drops.pcap";
+    let o = run(&["analyze", "--format", "jsonl", "--max-flows", "1", capture]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let lines: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = lines.last().expect("lines");
+    assert_eq!(last["record"], "capture_limited", "{lines:?}");
+    assert_eq!(last["path"], capture);
+    assert!(lines[..lines.len() - 1]
+        .iter()
+        .all(|l| l.get("record").is_none()));
+    let json: Value = serde_json::from_slice(
+        &run(&["analyze", "--format", "json", "--max-flows", "1", capture]).stdout,
+    )
+    .unwrap();
+    let flow_caps: Vec<&Value> = json["captures"][0]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["kind"] == "flow_cap")
+        .collect();
+    assert_eq!(flow_caps.len(), 1);
+    assert_eq!(last["limits"].as_array().unwrap(), &[flow_caps[0].clone()]);
+    let o = run(&["analyze", "--format", "jsonl", capture]);
+    assert!(!stdout(&o).contains("\"record\""), "{o:?}");
+}
+
 #[test]
 fn stdin_is_read_with_dash() {
     let mut child = bin()

@@ -101,18 +101,51 @@ fn report_doc(report: &Report) -> ReportDoc<'_> {
 /// object whose first key is `path` (the capture's path, as in
 /// [`CaptureReport::path`]) followed by every field of the finding, and ends
 /// with `\n`. Capture facts and warnings are not part of JSON Lines output,
-/// except that a capture not analysed at all (`error`) or only in part
-/// (`incomplete`) ends with one more line, [`capture_status_line`]. A
-/// complete capture without findings renders as the empty string.
+/// except two records that follow the findings: a capture whose analysis
+/// reached a bound (a flow, unacknowledged-segment or detector limit) has
+/// one [`capture_limits_line`], and a capture not read at all (`error`) or
+/// only in part (`incomplete`) ends with one [`capture_status_line`]. A
+/// capture read and analysed in full without findings renders as the empty
+/// string.
 ///
 /// The CLI calls this per capture as soon as that capture is finished.
 pub fn render_capture_jsonl(capture: &CaptureReport) -> String {
     let mut out = render_findings_jsonl(capture);
-    if let Some(line) = capture_status_line(capture) {
+    for line in [capture_limits_line(capture), capture_status_line(capture)]
+        .into_iter()
+        .flatten()
+    {
         out.push_str(&line);
         out.push('\n');
     }
     out
+}
+
+/// The JSON Lines record of a capture whose analysis reached a bound, without
+/// its newline: `{"path":…,"record":"capture_limited","limits":[WARNING,…]}`,
+/// where `limits` lists, in report order, the capture's warnings that are
+/// about the analysis rather than a record of the file (`flow_cap`,
+/// `unacked_segment_cap`, `detector_limit`; see
+/// [`crate::WarningKindReport::is_about_a_record`]): the findings may miss
+/// what those bounds refused. `None` when there is none. Since contract 1.2.
+pub fn capture_limits_line(capture: &CaptureReport) -> Option<String> {
+    let limits: Vec<Value> = capture
+        .warnings
+        .iter()
+        .filter(|w| !w.kind.is_about_a_record())
+        .map(|w| serde_json::to_value(w).unwrap_or(Value::Null))
+        .collect();
+    if limits.is_empty() {
+        return None;
+    }
+    let mut obj = Map::new();
+    obj.insert("path".to_string(), Value::String(capture.path.clone()));
+    obj.insert(
+        "record".to_string(),
+        Value::String("capture_limited".to_string()),
+    );
+    obj.insert("limits".to_string(), Value::Array(limits));
+    Some(Value::Object(obj).to_string())
 }
 
 /// The JSON Lines record of a capture that was not analysed in full, without

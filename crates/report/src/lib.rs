@@ -189,7 +189,11 @@
 //! also go to stderr and the exit status), except that a capture not analysed
 //! at all or only in part ends with one status line ([`capture_status_line`],
 //! since 1.1): `{"path":…,"record":"capture_error","packets":N,"error":"…"}`
-//! or `{"path":…,"record":"capture_incomplete","packets":N,"incomplete":WARNING}`.
+//! or `{"path":…,"record":"capture_incomplete","packets":N,"incomplete":WARNING}`;
+//! and a capture whose analysis reached a bound has, after its findings and
+//! before any status line, one limits line ([`capture_limits_line`], since
+//! 1.2): `{"path":…,"record":"capture_limited","limits":[WARNING,…]}`, its
+//! `flow_cap`, `unacked_segment_cap` and `detector_limit` warnings.
 //! Finding lines never have a `record` key.
 //!
 //! # `flows --format json` ([`render_flows_json`])
@@ -286,8 +290,8 @@ pub use check::render_check_line;
 pub use ci::{render_github, render_junit};
 pub use explain::{render_detector_list, render_explain, DetectorDoc};
 pub use json::{
-    capture_status_line, render_capture_jsonl, render_flows_json, render_json, render_jsonl,
-    write_flows_json, write_json,
+    capture_limits_line, capture_status_line, render_capture_jsonl, render_flows_json, render_json,
+    render_jsonl, write_flows_json, write_json,
 };
 pub use markdown::render_markdown;
 pub use merge::{merge_reports, parse_report};

@@ -86,6 +86,7 @@ fn every_json_snapshot_matches_the_schema() {
     let report = validator(None);
     let line = validator(Some("finding_line"));
     let status = validator(Some("capture_status_line"));
+    let limited = validator(Some("capture_limits_line"));
     let flows = validator(Some("flows_document"));
     let mut checked = 0;
     for p in snapshots() {
@@ -103,11 +104,12 @@ fn every_json_snapshot_matches_the_schema() {
         } else if name.ends_with(".jsonl.snap") {
             for (i, l) in body.lines().filter(|l| !l.trim().is_empty()).enumerate() {
                 let doc: Value = serde_json::from_str(l).unwrap();
-                // A capture read in part or not at all ends with a status line.
-                let v = if doc.get("record").is_some() {
-                    &status
-                } else {
-                    &line
+                // A capture analysed in part has a limits line; one read in
+                // part or not at all ends with a status line.
+                let v = match doc.get("record").and_then(Value::as_str) {
+                    Some("capture_limited") => &limited,
+                    Some(_) => &status,
+                    None => &line,
                 };
                 check(v, &doc, &format!("{name} line {}", i + 1));
             }
@@ -123,8 +125,8 @@ fn every_json_snapshot_matches_the_schema() {
 #[test]
 fn incomplete_captures_and_their_jsonl_status_lines_match_the_schema() {
     use pcapsleuth_report::{
-        capture_status_line, render_json, CaptureReport, Report, WarningKindReport, WarningReport,
-        SCHEMA_VERSION,
+        capture_limits_line, capture_status_line, render_capture_jsonl, render_json, CaptureReport,
+        Report, WarningKindReport, WarningReport, SCHEMA_VERSION,
     };
     let cut = WarningReport {
         kind: WarningKindReport::TruncatedRecord,
@@ -181,6 +183,26 @@ fn incomplete_captures_and_their_jsonl_status_lines_match_the_schema() {
         "capture_incomplete",
     );
     assert!(!validator(Some("finding_line")).is_valid(&serde_json::from_str(&line).unwrap()));
+    // The analysis bounds (not the cut record) make one limits line, before
+    // the status line.
+    let limited = validator(Some("capture_limits_line"));
+    let line = capture_limits_line(&c).expect("a limits line");
+    let doc: Value = serde_json::from_str(&line).unwrap();
+    check(&limited, &doc, "capture_limited");
+    assert!(!status.is_valid(&doc));
+    let kinds: Vec<&str> = doc["limits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["unacked_segment_cap", "flow_cap", "detector_limit"]);
+    assert_eq!(doc["limits"][2]["frame"], 7);
+    let records: Vec<String> = render_capture_jsonl(&c)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["record"].to_string())
+        .collect();
+    assert_eq!(records, ["\"capture_limited\"", "\"capture_incomplete\""]);
     c.incomplete = None;
     c.error = Some("gone".into());
     let line = capture_status_line(&c).expect("a status line");
@@ -191,4 +213,8 @@ fn incomplete_captures_and_their_jsonl_status_lines_match_the_schema() {
     );
     c.error = None;
     assert_eq!(capture_status_line(&c), None);
+    // Only the cut-record warning left: no limits line either.
+    c.warnings.retain(|w| w.kind.is_about_a_record());
+    assert_eq!(capture_limits_line(&c), None);
+    assert_eq!(render_capture_jsonl(&c), "");
 }
