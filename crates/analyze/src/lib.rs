@@ -276,10 +276,11 @@ pub(crate) fn detector_limit_warnings(limits: &[DetectorLimit]) -> Vec<WarningRe
                 offset: 0,
                 frame: b.first_frame.map(|f| f.get()),
                 message: format!(
-                    "{} keeps at most {} {} per capture (its memory bound); it reached it{} and from there on refused {} more, so {}",
+                    "{} keeps at most {} {} {} (its memory bound); it reached it{} and from there on refused {} more, so {}",
                     l.detector,
                     b.limit,
                     b.what,
+                    b.scope,
                     at,
                     b.refused,
                     b.effect,
@@ -345,20 +346,34 @@ mod tests {
     /// the detector, the bound, the count and the frame.
     #[test]
     fn detector_limits_become_warnings() {
-        let mut bound = Bound::new("DNS messages", 1_000_000);
+        let mut bound = Bound::new("recorded packets", 2_000_000);
         bound.refuse(FrameNo(1_234_567));
         bound.refuse(FrameNo(1_234_570));
-        let w = detector_limit_warnings(&[DetectorLimit {
-            detector: "dns-timeout",
-            bound,
-        }]);
-        assert_eq!(w.len(), 1);
+        let mut window = Bound::new("DNS messages of lookups in progress", 131_072)
+            .with_scope("at a time")
+            .with_effect("it concluded that many lookups early");
+        window.refuse(FrameNo(99));
+        let w = detector_limit_warnings(&[
+            DetectorLimit {
+                detector: "cross-interface-loss",
+                bound,
+            },
+            DetectorLimit {
+                detector: "dns-timeout",
+                bound: window,
+            },
+        ]);
+        assert_eq!(w.len(), 2);
+        assert_eq!(
+            w[1].message,
+            "dns-timeout keeps at most 131072 DNS messages of lookups in progress at a time (its memory bound); it reached it at frame 99 and from there on refused 1 more, so it concluded that many lookups early"
+        );
         assert_eq!(w[0].kind, WarningKindReport::DetectorLimit);
         assert!(!w[0].kind.is_about_a_record());
         assert_eq!((w[0].offset, w[0].frame), (0, Some(1_234_567)));
         assert_eq!(
             w[0].message,
-            "dns-timeout keeps at most 1000000 DNS messages per capture (its memory bound); it reached it at frame 1234567 and from there on refused 2 more, so its findings say nothing about what it refused"
+            "cross-interface-loss keeps at most 2000000 recorded packets per capture (its memory bound); it reached it at frame 1234567 and from there on refused 2 more, so its findings say nothing about what it refused"
         );
         assert_eq!(
             serde_json::to_value(w[0].kind).expect("serialises"),

@@ -33,12 +33,19 @@ pub struct Bound {
     /// What the refusals cost the findings, for the report's message
     /// ([`Bound::DEFAULT_EFFECT`] unless [`Bound::with_effect`] says otherwise).
     pub effect: &'static str,
+    /// Over what the cap holds, for the report's message: "per capture"
+    /// ([`Bound::DEFAULT_SCOPE`]) unless [`Bound::with_scope`] says otherwise
+    /// ("at a time", for a window that moves through the capture).
+    pub scope: &'static str,
 }
 
 impl Bound {
     /// What refusing costs when nothing else is said: the findings cannot
     /// cover what was not kept.
     pub const DEFAULT_EFFECT: &'static str = "its findings say nothing about what it refused";
+
+    /// Over what a cap holds when nothing else is said.
+    pub const DEFAULT_SCOPE: &'static str = "per capture";
 
     /// A cap of `limit` items of `what`, none refused yet.
     pub const fn new(what: &'static str, limit: u64) -> Bound {
@@ -48,7 +55,14 @@ impl Bound {
             refused: 0,
             first_frame: None,
             effect: Bound::DEFAULT_EFFECT,
+            scope: Bound::DEFAULT_SCOPE,
         }
+    }
+
+    /// The same cap, held over `scope` instead of the whole capture ("at a
+    /// time").
+    pub const fn with_scope(self, scope: &'static str) -> Bound {
+        Bound { scope, ..self }
     }
 
     /// The same cap, with what refusing costs the findings said in
@@ -97,6 +111,7 @@ mod tests {
                 refused: 2,
                 first_frame: Some(FrameNo(7)),
                 effect: Bound::DEFAULT_EFFECT,
+                scope: Bound::DEFAULT_SCOPE,
             })
         );
     }

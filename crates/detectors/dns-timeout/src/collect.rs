@@ -1,20 +1,17 @@
 //! Collection: one compact [`Msg`] per DNS message seen (UDP datagram or
 //! message in a TCP segment), with the name interned.
 
+use crate::chunk::Chunker;
 use pcapsleuth_core::{Direction, Endpoint, StreamId};
 use pcapsleuth_decode::dns::{self, TcpDnsMessages};
 use pcapsleuth_decode::Transport;
-use pcapsleuth_detect::{Bound, PacketContext};
+use pcapsleuth_detect::PacketContext;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
 /// The DNS port (RFC 1035 §4.2).
 pub const DNS_PORT: u16 = 53;
-
-/// Most DNS messages kept per capture (≈ 100 bytes each); later ones are
-/// counted in `Collector::dropped` and not analysed.
-pub const MAX_MESSAGES: usize = 1_000_000;
 
 /// One DNS message as seen on the wire: what the lookup matching needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,26 +51,17 @@ pub struct Msg {
     pub hash: u64,
 }
 
-/// Collects [`Msg`]s from packets.
-#[derive(Debug)]
+/// Collects [`Msg`]s from packets and hands them to the [`Chunker`].
+#[derive(Debug, Clone, Default)]
 pub struct Collector {
-    /// Messages, in frame order.
-    pub msgs: Vec<Msg>,
-    /// Interned names.
+    /// The messages, concluded a chunk at a time.
+    pub chunks: Chunker,
+    /// Interned names (one per distinct name of the capture).
     pub names: Vec<String>,
     index: HashMap<String, u32>,
     /// Next message boundary (raw sequence number) per TCP stream and
     /// direction (client → server); dropped when the flow ends.
     tcp_boundary: pcapsleuth_detect::StreamMap<(StreamId, bool), u32>,
-    /// [`MAX_MESSAGES`] and the messages not kept because of it (reported
-    /// as a `detector_limit` warning).
-    pub bound: Bound,
-}
-
-impl Default for Collector {
-    fn default() -> Self {
-        Collector::with_max_messages(MAX_MESSAGES)
-    }
 }
 
 /// Whether `ep` is a destination a unicast DNS exchange can have
@@ -86,14 +74,12 @@ fn unicast(ep: &Endpoint) -> bool {
 }
 
 impl Collector {
-    /// A collector keeping at most `max` messages ([`MAX_MESSAGES`] by default).
-    pub fn with_max_messages(max: usize) -> Self {
+    /// A collector whose chunker concludes every `chunk` messages
+    /// ([`crate::chunk::CHUNK_MESSAGES`] by default).
+    pub fn with_chunk(chunk: usize) -> Self {
         Collector {
-            msgs: Vec::new(),
-            names: Vec::new(),
-            index: HashMap::new(),
-            tcp_boundary: pcapsleuth_detect::StreamMap::default(),
-            bound: Bound::new("DNS messages", max as u64),
+            chunks: Chunker::with_chunk(chunk),
+            ..Collector::default()
         }
     }
 
@@ -195,14 +181,10 @@ impl Collector {
         if m.header.opcode() != 0 || m.header.qdcount != 1 {
             return;
         }
-        if self.msgs.len() as u64 >= self.bound.limit {
-            self.bound.refuse(pkt.meta.frame);
-            return;
-        }
         let name = self.intern(q.name.to_string());
         let mut h = DefaultHasher::new();
         bytes.hash(&mut h);
-        self.msgs.push(Msg {
+        self.chunks.push(Msg {
             frame: pkt.meta.frame.get(),
             ts: pkt.meta.ts.0,
             interface: pkt.meta.interface.get(),

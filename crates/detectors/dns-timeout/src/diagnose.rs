@@ -181,12 +181,22 @@ fn sibling_qtype(q: u16) -> Option<u16> {
     }
 }
 
+/// Which neighbour of a candidate its verdict names as the sibling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    /// [`Candidate::sibling`].
+    Pair,
+    /// [`Candidate::unseen_sibling`].
+    Unseen,
+}
+
 /// Per-lookup verdict before aggregation.
 #[derive(Debug, Clone)]
 struct Verdict {
+    /// Index into [`Concluded::candidates`].
     idx: usize,
     shape: Shape,
-    sibling: Option<usize>,
+    sibling: Option<Which>,
     timeout_ns: i64,
     timeout_source: &'static str,
     ladder: Ladder,
@@ -212,18 +222,11 @@ fn gaps(l: &Lookup) -> Vec<i64> {
         .collect()
 }
 
-/// The per-try timeouts each client shows (from its re-sent lookups):
-/// (first transmission time, timeout), ns.
-fn client_timeouts(lookups: &[Lookup]) -> HashMap<IpAddr, Vec<(i64, i64)>> {
-    let mut out: HashMap<IpAddr, Vec<(i64, i64)>> = HashMap::new();
-    for l in lookups.iter().filter(|l| !l.tcp && l.txs.len() > 1) {
-        let Some(first) = l.first() else { continue };
-        let changed = l.txs.iter().any(|t| t.server != first.server);
-        if let Some(t) = ladder_for(&gaps(l), changed).timeout_ns() {
-            out.entry(l.client_ip).or_default().push((first.ts, t));
-        }
-    }
-    out
+/// The per-try timeout a re-sent lookup shows, if its ladder gives one.
+fn lookup_timeout(l: &Lookup) -> Option<i64> {
+    let first = l.first()?;
+    let changed = l.txs.iter().any(|t| t.server != first.server);
+    ladder_for(&gaps(l), changed).timeout_ns()
 }
 
 /// The timeout of the client's re-sent lookup nearest in time to `ts`
@@ -272,49 +275,161 @@ fn near<'a>(
 
 /// Diagnose every UDP lookup. `capture_end_ns`: the last frame's time.
 pub fn diagnose(lookups: &[Lookup], names: &[String], capture_end_ns: i64) -> Vec<Diagnosis> {
-    let timeouts = client_timeouts(lookups);
-    let mut pairs: HashMap<(IpAddr, u32), Vec<usize>> = HashMap::new();
-    for (i, l) in lookups.iter().enumerate().filter(|(_, l)| !l.tcp) {
-        pairs.entry((l.client_ip, l.name)).or_default().push(i);
-    }
-    let verdicts: Vec<Verdict> = lookups
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| !l.tcp)
-        .filter_map(|(i, l)| verdict(lookups, &pairs, &timeouts, i, l, capture_end_ns))
-        .collect();
-    // Collateral re-sends are folded into their sibling's finding.
-    let collateral: Vec<usize> = verdicts
-        .iter()
-        .filter(|v| v.shape == Shape::PairResent)
-        .filter_map(|v| v.sibling)
-        .collect();
-    let verdicts: Vec<Verdict> = verdicts
-        .into_iter()
-        .filter(|v| !(v.shape == Shape::ResentAfterAnswer && collateral.contains(&v.idx)))
-        .collect();
-    let (by_name, by_resolver) = tallies(lookups, &verdicts);
-    verdicts
-        .iter()
-        .filter_map(|v| {
-            let l = lookups.get(v.idx)?;
-            let first = l.first()?;
-            let name = by_name.get(&l.name).copied().unwrap_or_default();
-            let res = by_resolver.get(&first.server).copied().unwrap_or_default();
-            build(lookups, names, l, v, name, res)
-        })
-        .collect()
+    let mut all = Concluded::default();
+    all.conclude(lookups, 0..lookups.len());
+    all.diagnose(names, capture_end_ns)
 }
 
-/// The verdict on lookup `l` (index `i`), `None` when it lost nothing.
+/// A UDP lookup that may have lost time (every lookup but one answered at
+/// its first transmission), with what its verdict needs of the lookups
+/// around it, resolved while they were all at hand
+/// ([`Concluded::conclude`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Candidate {
+    lookup: Lookup,
+    /// The other query of its A/AAAA pair ([`sibling_of`]).
+    sibling: Option<Lookup>,
+    /// The sibling first seen with its re-send ([`unseen_sibling`]).
+    unseen_sibling: Option<Lookup>,
+    /// A truncated answer was followed by the query over TCP ([`tcp_fallback`]).
+    tcp_fallback: bool,
+}
+
+/// Identity of a lookup across the chunks of a capture: its first
+/// transmission's time and frame (a UDP datagram holds one DNS message).
+fn identity(l: &Lookup) -> Option<(i64, u64)> {
+    l.first().map(|f| (f.ts, f.frame))
+}
+
+/// What the diagnosis needs of every concluded lookup of a capture, however
+/// many passes ([`crate::chunk`]) concluded them: the candidates whole, the
+/// re-sent lookups' timeouts per client, and lookups and answers counted per
+/// name and per resolver. O(candidates + clients with re-sent lookups +
+/// names + resolvers), not O(lookups).
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Concluded {
+    candidates: Vec<Candidate>,
+    /// Per client: (first transmission time, its frame, timeout), ns.
+    timeouts: HashMap<IpAddr, Vec<(i64, u64, i64)>>,
+    /// Lookups and answers per name (the `delayed` fields stay 0 here).
+    by_name: HashMap<u32, Tally>,
+    /// The same per resolver.
+    by_resolver: HashMap<pcapsleuth_core::Endpoint, Tally>,
+}
+
+impl Concluded {
+    /// Conclude `lookups[i]` for every `i` of `which`: `lookups` holds every
+    /// lookup that can be its sibling or its TCP fallback (those first sent
+    /// within [`PAIR_WINDOW_NS`] of its transmissions or
+    /// [`TCP_FALLBACK_WINDOW_NS`] after its answers).
+    pub(crate) fn conclude(&mut self, lookups: &[Lookup], which: impl Iterator<Item = usize>) {
+        let mut pairs: HashMap<(IpAddr, u32), Vec<usize>> = HashMap::new();
+        for (i, l) in lookups.iter().enumerate().filter(|(_, l)| !l.tcp) {
+            pairs.entry((l.client_ip, l.name)).or_default().push(i);
+        }
+        for l in which.filter_map(|i| lookups.get(i)).filter(|l| !l.tcp) {
+            let Some(first) = l.first() else { continue };
+            let answers = l.txs.iter().filter(|t| t.answer.is_some()).count();
+            for t in [
+                self.by_name.entry(l.name).or_default(),
+                self.by_resolver.entry(first.server).or_default(),
+            ] {
+                t.lookups += 1;
+                t.answers += answers;
+            }
+            if l.txs.len() > 1 {
+                if let Some(t) = lookup_timeout(l) {
+                    self.timeouts
+                        .entry(l.client_ip)
+                        .or_default()
+                        .push((first.ts, first.frame, t));
+                }
+            }
+            if l.txs.len() == 1 && first.answer.is_some() {
+                continue; // answered at once: nothing lost
+            }
+            let neighbour = |j: Option<usize>| j.and_then(|j| lookups.get(j)).cloned();
+            self.candidates.push(Candidate {
+                lookup: l.clone(),
+                sibling: neighbour(sibling_of(lookups, &pairs, l)),
+                unseen_sibling: neighbour(unseen_sibling(lookups, &pairs, l)),
+                tcp_fallback: tcp_fallback(lookups, l),
+            });
+        }
+    }
+
+    /// Candidates kept so far.
+    pub(crate) fn candidates(&self) -> usize {
+        self.candidates.len()
+    }
+
+    /// Diagnose the concluded lookups, in first-transmission order.
+    /// `capture_end_ns`: the last frame's time.
+    pub(crate) fn diagnose(mut self, names: &[String], capture_end_ns: i64) -> Vec<Diagnosis> {
+        // First-transmission order, as one pass over the whole capture makes them.
+        self.candidates
+            .sort_by_key(|c| identity(&c.lookup).unwrap_or((i64::MIN, 0)));
+        let timeouts: HashMap<IpAddr, Vec<(i64, i64)>> = self
+            .timeouts
+            .into_iter()
+            .map(|(ip, mut list)| {
+                list.sort_by_key(|&(t0, frame, _)| (t0, frame));
+                (ip, list.into_iter().map(|(t0, _, t)| (t0, t)).collect())
+            })
+            .collect();
+        let cands = &self.candidates;
+        let verdicts: Vec<Verdict> = cands
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| verdict(c, &timeouts, i, capture_end_ns))
+            .collect();
+        // Collateral re-sends are folded into their sibling's finding.
+        let collateral: Vec<(i64, u64)> = verdicts
+            .iter()
+            .filter(|v| v.shape == Shape::PairResent)
+            .filter_map(|v| sibling_lookup(cands, v).and_then(identity))
+            .collect();
+        let verdicts: Vec<Verdict> = verdicts
+            .into_iter()
+            .filter(|v| {
+                !(v.shape == Shape::ResentAfterAnswer
+                    && cands
+                        .get(v.idx)
+                        .and_then(|c| identity(&c.lookup))
+                        .is_some_and(|id| collateral.contains(&id)))
+            })
+            .collect();
+        let (by_name, by_resolver) = tallies(cands, &verdicts, self.by_name, self.by_resolver);
+        verdicts
+            .iter()
+            .filter_map(|v| {
+                let c = cands.get(v.idx)?;
+                let first = c.lookup.first()?;
+                let name = by_name.get(&c.lookup.name).copied().unwrap_or_default();
+                let res = by_resolver.get(&first.server).copied().unwrap_or_default();
+                build(names, c, v, name, res)
+            })
+            .collect()
+    }
+}
+
+/// The lookup `v` names as its sibling.
+fn sibling_lookup<'a>(cands: &'a [Candidate], v: &Verdict) -> Option<&'a Lookup> {
+    let c = cands.get(v.idx)?;
+    match v.sibling? {
+        Which::Pair => c.sibling.as_ref(),
+        Which::Unseen => c.unseen_sibling.as_ref(),
+    }
+}
+
+/// The verdict on candidate `c` (index `i`), `None` when it lost nothing.
 fn verdict(
-    lookups: &[Lookup],
-    pairs: &HashMap<(IpAddr, u32), Vec<usize>>,
+    c: &Candidate,
     timeouts: &HashMap<IpAddr, Vec<(i64, i64)>>,
     i: usize,
-    l: &Lookup,
     capture_end_ns: i64,
 ) -> Option<Verdict> {
+    let l = &c.lookup;
     let first = l.first()?;
     let last = l.last()?;
     if l.txs.len() == 1 && first.answer.is_some() {
@@ -339,8 +454,8 @@ fn verdict(
         .filter(|(k, t)| t.answer.is_none() && !(censored && *k + 1 == n))
         .count();
     let answered_at = l.txs.iter().find(|t| t.answer.is_some()).map(|t| t.ts);
-    let mut sibling = sibling_of(lookups, pairs, l);
-    let sib = sibling.and_then(|s| lookups.get(s));
+    let mut sibling = c.sibling.as_ref().map(|_| Which::Pair);
+    let sib = c.sibling.as_ref();
     let mut shape = if lost > 0 {
         if answered_at.is_none() && !censored {
             if n == 1 && sib.is_some_and(|s| s.txs.iter().any(|t| t.answer.is_some())) {
@@ -356,9 +471,9 @@ fn verdict(
     } else if censored && n == 1 {
         Shape::Censored
     } else if n > 1 {
-        match unseen_sibling(lookups, pairs, l) {
-            Some(s) => {
-                sibling = Some(s);
+        match c.unseen_sibling {
+            Some(_) => {
+                sibling = Some(Which::Unseen);
                 Shape::SiblingLostBeforeCapture
             }
             None => Shape::ResentAfterAnswer,
@@ -452,34 +567,26 @@ fn is_collateral(l: &Lookup, s: &Lookup) -> bool {
         && lr.ts.abs_diff(sr.ts) <= PAIR_WINDOW_NS.unsigned_abs()
 }
 
-/// Totals per name and per resolver over every UDP lookup.
+/// Totals per name and per resolver: the lookups and answers counted as
+/// they were concluded (`by_name`, `by_resolver`), plus the delays of the
+/// verdicts that are losses.
 fn tallies(
-    lookups: &[Lookup],
+    cands: &[Candidate],
     verdicts: &[Verdict],
+    mut by_name: HashMap<u32, Tally>,
+    mut by_res: HashMap<pcapsleuth_core::Endpoint, Tally>,
 ) -> (
     HashMap<u32, Tally>,
     HashMap<pcapsleuth_core::Endpoint, Tally>,
 ) {
-    let mut by_name: HashMap<u32, Tally> = HashMap::new();
-    let mut by_res: HashMap<pcapsleuth_core::Endpoint, Tally> = HashMap::new();
-    for l in lookups.iter().filter(|l| !l.tcp) {
-        let Some(first) = l.first() else { continue };
-        let answers = l.txs.iter().filter(|t| t.answer.is_some()).count();
-        for t in [
-            by_name.entry(l.name).or_default(),
-            by_res.entry(first.server).or_default(),
-        ] {
-            t.lookups += 1;
-            t.answers += answers;
-        }
-    }
     for v in verdicts
         .iter()
         .filter(|v| v.shape.severity(2) >= Severity::Warning)
     {
-        let Some(l) = lookups.get(v.idx) else {
+        let Some(c) = cands.get(v.idx) else {
             continue;
         };
+        let l = &c.lookup;
         let Some(first) = l.first() else { continue };
         for t in [
             by_name.entry(l.name).or_default(),
@@ -515,16 +622,20 @@ fn tcp_fallback(lookups: &[Lookup], l: &Lookup) -> bool {
 }
 
 fn build(
-    lookups: &[Lookup],
     names: &[String],
-    l: &Lookup,
+    c: &Candidate,
     v: &Verdict,
     name: Tally,
     res: Tally,
 ) -> Option<Diagnosis> {
+    let l = &c.lookup;
     let first = l.first()?;
     let last = l.last()?;
-    let sib = v.sibling.and_then(|s| lookups.get(s));
+    let sib = match v.sibling {
+        Some(Which::Pair) => c.sibling.as_ref(),
+        Some(Which::Unseen) => c.unseen_sibling.as_ref(),
+        None => None,
+    };
     let mut frames: Vec<u64> = Vec::new();
     let mut streams: Vec<StreamRef> = Vec::new();
     let mut times: Vec<i64> = Vec::new();
@@ -585,7 +696,7 @@ fn build(
         sibling_other_socket: sib
             .and_then(|s| s.first())
             .is_some_and(|s| s.client != first.client),
-        truncated_tcp_fallback: tcp_fallback(lookups, l),
+        truncated_tcp_fallback: c.tcp_fallback,
         capture_end_after_query_ms: v.censored_after_ns.map(ms),
         other_sightings: l.txs.iter().map(|t| t.copies.len()).sum(),
         name_lookups: name.lookups,

@@ -1,18 +1,23 @@
 #![doc = include_str!("../README.md")]
 //!
 //! # Code layout
-//! `collect.rs` keeps one compact record per DNS message (`on_packet`);
-//! at the end of the capture `lookup.rs` groups them into lookups (copies of
-//! one packet counted once, answers matched), [`diagnose::diagnose`] decides
-//! ([`Diagnosis`], plain data) and [`render::render`] writes the prose.
+//! `collect.rs` makes one compact record per DNS message (`on_packet`);
+//! [`chunk`] holds them and, a chunk at a time, has `lookup.rs` group them
+//! into lookups (copies of one packet counted once, answers matched) and
+//! concludes those no later message can change ([`chunk::Chunker`]: memory
+//! follows the lookups in progress, not the capture); at the end
+//! [`diagnose::diagnose`] decides ([`Diagnosis`], plain data) and
+//! [`render::render`] writes the prose.
 
+pub mod chunk;
 mod collect;
 pub mod diagnose;
 pub mod ladder;
 pub mod lookup;
 pub mod render;
 
-pub use collect::{Msg, DNS_PORT, MAX_MESSAGES};
+pub use chunk::CHUNK_MESSAGES;
+pub use collect::{Msg, DNS_PORT};
 pub use diagnose::{diagnose, Diagnosis, DnsTimeoutEvidence, Shape};
 
 use pcapsleuth_detect::{
@@ -32,20 +37,24 @@ pub struct DnsTimeout {
 }
 
 impl DnsTimeout {
-    /// A detector that keeps at most `max` DNS messages of the capture
-    /// (default [`MAX_MESSAGES`], about 100 bytes each); later ones are not
-    /// examined, and [`Detector::limits`] says how many, from which frame.
-    pub fn with_max_messages(max: usize) -> Self {
+    /// A detector that concludes the capture's lookups every `chunk` DNS
+    /// messages (default [`CHUNK_MESSAGES`]; see [`chunk`]): the findings
+    /// are the same for any chunk that holds the messages of
+    /// [`chunk::SETTLE_NS`] of capture time; a smaller one concludes some
+    /// lookups early and [`Detector::limits`] says how many, from which frame.
+    pub fn with_chunk(chunk: usize) -> Self {
         DnsTimeout {
-            collector: collect::Collector::with_max_messages(max),
+            collector: collect::Collector::with_chunk(chunk),
             last_ts: None,
         }
     }
 
     /// Diagnose what was collected; `capture_end_ns` is the latest frame time.
     pub fn diagnose(&self, capture_end_ns: i64) -> Vec<Diagnosis> {
-        let lookups = lookup::build(self.collector.msgs.clone());
-        diagnose::diagnose(&lookups, &self.collector.names, capture_end_ns)
+        self.collector
+            .chunks
+            .clone()
+            .diagnose(&self.collector.names, capture_end_ns)
     }
 }
 
@@ -71,17 +80,24 @@ impl Detector for DnsTimeout {
         self.collector.on_packet(pkt);
     }
 
-    /// [`MAX_MESSAGES`], when more DNS messages than that were seen.
+    /// Lookups concluded before they settled ([`chunk::Chunker::early`]),
+    /// when a chunk could not hold the lookups in progress.
     fn limits(&self) -> Vec<Bound> {
-        self.collector.bound.if_reached().into_iter().collect()
+        self.collector
+            .chunks
+            .early
+            .if_reached()
+            .into_iter()
+            .collect()
     }
 
     fn finish(&mut self, _ctx: &FinishContext) -> Vec<Finding> {
         let Some(end) = self.last_ts else {
             return Vec::new();
         };
-        let lookups = lookup::build(std::mem::take(&mut self.collector.msgs));
-        diagnose::diagnose(&lookups, &self.collector.names, end)
+        let chunks = std::mem::take(&mut self.collector.chunks);
+        chunks
+            .diagnose(&self.collector.names, end)
             .iter()
             .map(render::render)
             .collect()

@@ -57,7 +57,7 @@ pub struct Tx {
     pub copies: Vec<u64>,
     /// The first answer after it (before the next transmission), if any.
     pub answer: Option<Answer>,
-    hash: u64,
+    pub(crate) hash: u64,
 }
 
 /// One lookup: every transmission of one query.
@@ -106,25 +106,45 @@ fn key(m: &Msg) -> Key {
 /// packets as its buffer drains, so frame order is not time order, and the
 /// earliest sighting of a query is the one nearest the client.
 pub fn build(mut msgs: Vec<Msg>) -> Vec<Lookup> {
+    sort(&mut msgs);
+    build_sorted(&msgs).0
+}
+
+/// Sort `msgs` into the order [`build`] takes them: timestamp, then frame
+/// (a stable sort: messages of one frame keep their order).
+pub(crate) fn sort(msgs: &mut [Msg]) {
     msgs.sort_by_key(|m| (m.ts, m.frame));
+}
+
+/// [`build`] on messages already in its order ([`sort`]), with the lookup
+/// each message went to (index into the lookups; `None` for an answer that
+/// matched no transmission): `owner[k]` is `msgs[k]`'s.
+pub(crate) fn build_sorted(msgs: &[Msg]) -> (Vec<Lookup>, Vec<Option<usize>>) {
     let mut lookups: Vec<Lookup> = Vec::new();
+    let mut owner: Vec<Option<usize>> = Vec::with_capacity(msgs.len());
     let mut by_key: HashMap<Key, Vec<usize>> = HashMap::new();
-    for m in &msgs {
+    for m in msgs {
         let k = key(m);
         if m.response {
-            on_answer(
+            owner.push(on_answer(
                 &mut lookups,
                 by_key.get(&k).map_or(&[][..], Vec::as_slice),
                 m,
-            );
+            ));
             continue;
         }
         let cands = by_key.entry(k).or_default();
-        if let Some(idx) = on_query(&mut lookups, cands, m) {
+        let (idx, new) = on_query(&mut lookups, cands, m);
+        if new {
             cands.push(idx);
         }
+        owner.push(Some(idx));
     }
-    link_new_id_resends(lookups)
+    let (lookups, merged_into) = link_new_id_resends(lookups);
+    for o in owner.iter_mut() {
+        *o = o.and_then(|i| merged_into.get(i).copied());
+    }
+    (lookups, owner)
 }
 
 /// Fold a lookup into the earlier one it re-sends with a new id: same
@@ -133,7 +153,11 @@ pub fn build(mut msgs: Vec<Msg>) -> Vec<Lookup> {
 /// (Go's `net` resolver, like glibc, waits `timeout:5` per try, with a new
 /// request id and socket each time). Other gaps are an application asking
 /// again, not linked.
-fn link_new_id_resends(lookups: Vec<Lookup>) -> Vec<Lookup> {
+///
+/// Also returns where each lookup went: `merged_into[i]` is the index in the
+/// result of lookup `i` (itself, or the lookup it was folded into).
+fn link_new_id_resends(lookups: Vec<Lookup>) -> (Vec<Lookup>, Vec<usize>) {
+    let mut merged_into: Vec<usize> = Vec::with_capacity(lookups.len());
     let mut out: Vec<Lookup> = Vec::with_capacity(lookups.len());
     let mut open: HashMap<(IpAddr, u32, u16, u16, bool), usize> = HashMap::new();
     for l in lookups {
@@ -157,24 +181,26 @@ fn link_new_id_resends(lookups: Vec<Lookup>) -> Vec<Lookup> {
                     )
             })
         });
-        match target.and_then(|i| out.get_mut(i)) {
-            Some(p) => {
+        match target.and_then(|i| out.get_mut(i).map(|p| (i, p))) {
+            Some((i, p)) => {
                 p.new_id_resends += 1;
                 p.txs.extend(l.txs);
                 p.extra_answers += l.extra_answers;
+                merged_into.push(i);
             }
             None => {
                 open.insert(key, out.len());
+                merged_into.push(out.len());
                 out.push(l);
             }
         }
     }
-    out
+    (out, merged_into)
 }
 
 /// A query: a copy of a recent transmission, a re-send in an open lookup, or
-/// a new lookup (its index returned).
-fn on_query(lookups: &mut Vec<Lookup>, cands: &[usize], m: &Msg) -> Option<usize> {
+/// a new lookup. Returns the lookup's index and whether it is new.
+fn on_query(lookups: &mut Vec<Lookup>, cands: &[usize], m: &Msg) -> (usize, bool) {
     for &i in cands.iter().rev().take(MAX_CANDIDATES) {
         let Some(l) = lookups.get_mut(i) else {
             continue;
@@ -184,7 +210,7 @@ fn on_query(lookups: &mut Vec<Lookup>, cands: &[usize], m: &Msg) -> Option<usize
         };
         if last.hash == m.hash && m.ts.saturating_sub(last.ts) <= COPY_WINDOW_NS {
             last.copies.push(m.frame);
-            return None;
+            return (i, false);
         }
     }
     for &i in cands.iter().rev().take(MAX_CANDIDATES) {
@@ -197,7 +223,7 @@ fn on_query(lookups: &mut Vec<Lookup>, cands: &[usize], m: &Msg) -> Option<usize
             .is_some_and(|t| m.ts.saturating_sub(t.ts) <= MAX_RETRY_GAP_NS);
         if l.client_ip == m.src.addr && open {
             l.txs.push(tx_of(m));
-            return None;
+            return (i, false);
         }
     }
     lookups.push(Lookup {
@@ -211,7 +237,7 @@ fn on_query(lookups: &mut Vec<Lookup>, cands: &[usize], m: &Msg) -> Option<usize
         extra_answers: 0,
         new_id_resends: 0,
     });
-    Some(lookups.len() - 1)
+    (lookups.len() - 1, true)
 }
 
 fn tx_of(m: &Msg) -> Tx {
@@ -230,7 +256,8 @@ fn tx_of(m: &Msg) -> Tx {
 /// An answer: to the latest transmission before it of the lookup whose
 /// client it is addressed to (else, after source NAT, of any lookup with the
 /// same key); a second sighting of an answer already matched is a copy.
-fn on_answer(lookups: &mut [Lookup], cands: &[usize], m: &Msg) {
+/// Returns the index of the lookup it went to, if any.
+fn on_answer(lookups: &mut [Lookup], cands: &[usize], m: &Msg) -> Option<usize> {
     // The latest transmission before the answer (transmissions are in time
     // order, so this is the last one but for answers that overtake a re-send).
     let open = |l: &Lookup| {
@@ -258,12 +285,9 @@ fn on_answer(lookups: &mut [Lookup], cands: &[usize], m: &Msg) {
                 .copied()
                 .find(|&i| lookups.get(i).is_some_and(open))
         });
-    let Some(l) = pick.and_then(|i| lookups.get_mut(i)) else {
-        return;
-    };
-    let Some(tx) = l.txs.iter_mut().rev().find(|t| t.ts <= m.ts) else {
-        return;
-    };
+    let i = pick?;
+    let l = lookups.get_mut(i)?;
+    let tx = l.txs.iter_mut().rev().find(|t| t.ts <= m.ts)?;
     match &tx.answer {
         None => {
             tx.answer = Some(Answer {
@@ -278,4 +302,5 @@ fn on_answer(lookups: &mut [Lookup], cands: &[usize], m: &Msg) {
         Some(a) if a.hash == m.hash && m.ts.saturating_sub(a.ts) <= COPY_WINDOW_NS => {}
         Some(_) => l.extra_answers += 1,
     }
+    Some(i)
 }

@@ -397,3 +397,170 @@ fn one_id_reused_for_many_lookups_stays_linear() {
     assert!(d[0].frames.len() < 40, "{}", d[0].frames.len());
     assert!(d[0].evidence.gaps_ms.len() <= 16);
 }
+
+/// A deterministic generator of hours of DNS traffic (xorshift64*): three
+/// clients asking five names, at a few seconds' intervals, in every shape
+/// the diagnosis knows: clean A/AAAA pairs, a lost query re-sent, a pair
+/// re-sent for one loss, never answered, Go's new-id re-send, a truncated
+/// answer and its TCP fallback; a quarter of the queries also seen on a
+/// second interface and written up to half a second late (frame order is
+/// not time order).
+fn long_traffic(seed: u64, events: usize) -> Vec<Msg> {
+    let mut x = seed | 1;
+    let mut rnd = move |n: u64| {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    };
+    const S: i64 = 1_000_000_000;
+    const MS: i64 = 1_000_000;
+    let clients = ["192.0.2.10", "192.0.2.11", "2001:db8::12"];
+    let mut out: Vec<(i64, Msg)> = Vec::new();
+    let mut t = 0i64;
+    for _ in 0..events {
+        t += S + rnd(5) as i64 * S + rnd(1000) as i64 * MS;
+        let ci = rnd(3) as usize;
+        let client = clients[ci];
+        let resolver = if ci == 2 {
+            "2001:db8::53"
+        } else {
+            "198.51.100.53"
+        };
+        let name = rnd(5) as u32;
+        let port = 30_000 + rnd(30_000) as u16;
+        let c = |p: u16| {
+            if client.contains(':') {
+                format!("[{client}]:{p}")
+            } else {
+                format!("{client}:{p}")
+            }
+        };
+        let r = if resolver.contains(':') {
+            format!("[{resolver}]:53")
+        } else {
+            format!("{resolver}:53")
+        };
+        let copy = rnd(4) == 0;
+        let mut emit = |ts: i64,
+                        src: &str,
+                        dst: &str,
+                        id: u16,
+                        resp: bool,
+                        qtype: u16,
+                        tc: bool,
+                        tcp: bool| {
+            let mut msg = m(0, 0, src, dst, id, resp, qtype, 0);
+            msg.ts = ts;
+            msg.name = name;
+            msg.truncated = tc;
+            msg.tcp = tcp;
+            msg.hash = (u64::from(id) << 24)
+                | (u64::from(name) << 16)
+                | (u64::from(qtype) << 2)
+                | (u64::from(resp) << 1)
+                | u64::from(tc);
+            out.push((ts, msg));
+            if copy && !resp {
+                let mut c2 = msg;
+                c2.ts = ts + 50_000;
+                c2.interface = 1;
+                out.push((ts + 500 * MS, c2));
+            }
+        };
+        let (id1, id2) = (rnd(65_536) as u16, rnd(65_536) as u16);
+        let (cs, cs2) = (c(port), c(port + 1));
+        match rnd(10) {
+            0..=4 => {
+                emit(t, &cs, &r, id1, false, A, false, false);
+                emit(t + MS / 10, &cs, &r, id2, false, AAAA, false, false);
+                emit(t + 20 * MS, &r, &cs, id1, true, A, false, false);
+                emit(t + 21 * MS, &r, &cs, id2, true, AAAA, false, false);
+            }
+            5 => {
+                emit(t, &cs, &r, id1, false, A, false, false);
+                emit(t + MS / 10, &cs, &r, id2, false, AAAA, false, false);
+                emit(t + 20 * MS, &r, &cs, id1, true, A, false, false);
+                emit(t + 5 * S, &cs, &r, id1, false, A, false, false);
+                emit(t + 5 * S + MS, &cs, &r, id2, false, AAAA, false, false);
+                emit(t + 5 * S + 20 * MS, &r, &cs, id1, true, A, false, false);
+                emit(t + 5 * S + 21 * MS, &r, &cs, id2, true, AAAA, false, false);
+            }
+            6 => {
+                emit(t, &cs, &r, id1, false, A, false, false);
+                emit(t + 5 * S, &cs, &r, id1, false, A, false, false);
+                emit(t + 5 * S + 20 * MS, &r, &cs, id1, true, A, false, false);
+            }
+            7 => {
+                for k in 0..3 {
+                    emit(t + k * 5 * S, &cs, &r, id1, false, AAAA, false, false);
+                }
+            }
+            8 => {
+                emit(t, &cs, &r, id1, false, A, false, false);
+                emit(t + 5 * S, &cs2, &r, id2, false, A, false, false);
+                emit(t + 5 * S + 20 * MS, &r, &cs2, id2, true, A, false, false);
+            }
+            _ => {
+                emit(t, &cs, &r, id1, false, A, false, false);
+                emit(t + 5 * S, &cs, &r, id1, false, A, false, false);
+                emit(t + 5 * S + 10 * MS, &r, &cs, id1, true, A, true, false);
+                emit(t + 5 * S + 20 * MS, &cs, &r, id1, false, A, false, true);
+                emit(t + 5 * S + 40 * MS, &r, &cs, id1, true, A, false, true);
+            }
+        }
+    }
+    out.sort_by_key(|(written, _)| *written);
+    out.into_iter()
+        .enumerate()
+        .map(|(k, (_, mut msg))| {
+            msg.frame = k as u64 + 1;
+            msg
+        })
+        .collect()
+}
+
+#[test]
+fn chunks_conclude_as_one_pass_would() {
+    use crate::chunk::Chunker;
+    let names: Vec<String> = (0..5).map(|i| format!("host{i}.lab.test")).collect();
+    for seed in [1u64, 7, 42] {
+        let msgs = long_traffic(seed, 3000);
+        let end = msgs.iter().map(|x| x.ts).max().unwrap() + 2_000_000_000;
+        let whole = diagnose(&build(msgs.clone()), &names, end);
+        // Every shape is in the traffic.
+        for shape in [Shape::Resent, Shape::PairResent, Shape::NeverAnswered] {
+            assert!(whole.iter().any(|d| d.shape == shape), "{shape:?}");
+        }
+        assert!(whole.iter().any(|d| d.evidence.truncated_tcp_fallback));
+        assert!(whole.iter().any(|d| d.evidence.new_id_resends > 0));
+        assert!(whole.iter().any(|d| d.evidence.sibling_qtype.is_some()));
+        assert!(whole.iter().any(|d| d.evidence.other_sightings > 0));
+        for chunk in [400usize, 1000, 5000] {
+            let mut c = Chunker::with_chunk(chunk);
+            for m in &msgs {
+                c.push(*m);
+            }
+            assert!(
+                !c.early.reached(),
+                "seed {seed} chunk {chunk}: {:?}",
+                c.early
+            );
+            // Memory follows the lookups in progress: never more than the
+            // chunk held, and far fewer candidates than lookups.
+            assert!(c.held() < chunk, "{}", c.held());
+            let got = c.diagnose(&names, end);
+            assert_eq!(got.len(), whole.len(), "seed {seed} chunk {chunk}");
+            assert_eq!(got, whole, "seed {seed} chunk {chunk}");
+        }
+        // A chunk smaller than the lookups in progress concludes some early,
+        // says so, and still diagnoses.
+        let mut c = Chunker::with_chunk(16);
+        for m in &msgs {
+            c.push(*m);
+        }
+        assert!(c.early.reached());
+        assert!(c.held() <= 16);
+        assert!(!c.diagnose(&names, end).is_empty());
+    }
+}
