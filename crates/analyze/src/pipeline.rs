@@ -154,6 +154,7 @@ impl Consumers {
         };
         let cfg = LedgerConfig {
             keep_streams,
+            notify_concluded: detectors.iter().any(|d| !d.ledger_causes().is_empty()),
             ..LedgerConfig::default()
         };
         let ledger = (!detectors.is_empty()).then(|| Box::new(StallLedger::with_config(cfg)));
@@ -171,13 +172,23 @@ impl Consumers {
         }
     }
 
-    /// One flow event, to every detector then the ledger.
+    /// One flow event, to every detector then the ledger; then the streams
+    /// the ledger concluded with it to the detectors that read the ledger
+    /// ([`Detector::on_ledger_concluded`]).
     pub(crate) fn event(&mut self, ev: &FlowEvent) {
         for (_, d) in self.detectors.iter_mut() {
             d.on_flow_event(ev);
         }
         if let Some(l) = &mut self.ledger {
             l.on_event(ev);
+            let detectors = &mut self.detectors;
+            l.drain_concluded(|stream, entries| {
+                for (_, d) in detectors.iter_mut() {
+                    if !d.ledger_causes().is_empty() {
+                        d.on_ledger_concluded(stream, entries);
+                    }
+                }
+            });
         }
     }
 

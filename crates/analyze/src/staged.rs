@@ -230,7 +230,9 @@ fn join<T>(h: JoinHandle<Option<T>>) -> Option<T> {
 }
 
 /// `consumers` over `workers` (at least 1, at most one per detector) parts:
-/// the ledger on the first, detectors round-robin starting at the second.
+/// the ledger on the first with the detectors that read it (they hear from
+/// it as it concludes streams: [`Detector::on_ledger_concluded`]), the other
+/// detectors round-robin starting at the second.
 fn split(consumers: Consumers, workers: usize) -> Vec<Consumers> {
     let n = workers.clamp(1, consumers.detectors.len().max(1));
     let mut parts: Vec<Consumers> = (0..n).map(|_| Consumers::none()).collect();
@@ -239,7 +241,12 @@ fn split(consumers: Consumers, workers: usize) -> Vec<Consumers> {
         p.ledger = ledger;
     }
     for (k, d) in detectors.into_iter().enumerate() {
-        if let Some(p) = parts.get_mut((k + 1) % n) {
+        let part = if d.1.ledger_causes().is_empty() {
+            (k + 1) % n
+        } else {
+            0
+        };
+        if let Some(p) = parts.get_mut(part) {
             p.detectors.push(d);
         }
     }

@@ -243,18 +243,129 @@ fn detectors_report_the_bounds_they_reach() {
     );
     // One interface only: giving up is no limit (the detector needs two).
     assert_eq!(limits("syn-drops.pcap", &*cil(2_000_000, 5))[0], vec![]);
-    // 19 ACKs that ended a silence, the first remembered.
+    // 19 ACKs that ended a silence on one live stream, the first remembered
+    // (a bound on what is held at a time: an ended stream's pairs go).
     let dack = limits("delayed-ack-stall-server.pcap", &|| {
         Box::new(pcapsleuth_delayed_ack_stall::DelayedAckStall::with_max_remembered(1))
     });
-    assert_eq!(
-        dack[0],
-        one(
-            "delayed-ack-stall",
-            "ACK-then-segment pairs after a silence",
-            1,
-            18,
-            41
-        )
+    let mut at_a_time = one(
+        "delayed-ack-stall",
+        "ACK-then-segment pairs after a silence",
+        1,
+        18,
+        41,
     );
+    at_a_time[0].bound.scope = "at a time";
+    assert_eq!(dack[0], at_a_time);
+}
+
+/// The detectors that keep a value per candidate frame for the stall
+/// ledger's entries to name (`probe-timer-stall`'s flow silences,
+/// `delayed-ack-stall`'s ACK → next segment pairs) drop those of a stream
+/// once the ledger has concluded it and the flow table has ended it
+/// (`Detector::on_ledger_concluded`, `LedgerFrames`): over forty closed
+/// connections one after the other, each with one 300 ms silence with data
+/// pending ended by a pure ACK, a bound of 5 is never reached, in the
+/// single-threaded and the staged pipeline alike; when streams never end
+/// (no close delay, no idle timeout) the same bound is reached, and the
+/// findings are the same.
+#[test]
+fn ledger_readers_forget_what_ended_streams_cannot_name() {
+    use pcapsleuth_analyze::{DetectorLimit, FlowDetail, Pipeline, PipelineOutput, StagedPipeline};
+    use pcapsleuth_detect::Detector;
+    use pcapsleuth_ingest::CaptureReader;
+    use pcapsleuth_testkit::capture::Pcap;
+    use pcapsleuth_testkit::packet::{ethernet, ipv4_full, tcp_full, HOST_A, HOST_B};
+    const MS: i64 = 1_000_000;
+    let (syn, ack, psh, fin) = (0x002u16, 0x010u16, 0x008u16, 0x001u16);
+    let mut pcap = Pcap::new(1).nanoseconds();
+    let data = [b'x'; 100];
+    for k in 0..40u32 {
+        let t0 = 1_700_000_000_000 * MS + i64::from(k) * 10_000 * MS;
+        let port = 40_000 + k as u16;
+        let (c, s) = (1_000_000 * (k + 1), 7_000_000 * (k + 1));
+        let mut seg =
+            |at_ms: i64, to_server: bool, seq: u32, acked: u32, flags: u16, payload: &[u8]| {
+                let (src, dst, sp, dp) = if to_server {
+                    (HOST_A, HOST_B, port, 80)
+                } else {
+                    (HOST_B, HOST_A, 80, port)
+                };
+                let t = tcp_full(sp, dp, seq, acked, flags, &[], payload);
+                pcap.packet(
+                    t0 + at_ms * MS,
+                    &ethernet(0x0800, &ipv4_full(src, dst, 6, 1, 0x4000, &[], &t)),
+                );
+            };
+        seg(0, true, c, 0, syn, &[]);
+        seg(1, false, s, c + 1, syn | ack, &[]);
+        seg(2, true, c + 1, s + 1, ack, &[]);
+        seg(10, true, c + 1, s + 1, psh | ack, &data);
+        seg(20, false, s + 1, c + 101, ack, &[]);
+        seg(30, true, c + 101, s + 1, psh | ack, &data);
+        // 300 ms with 100 bytes unacknowledged; the pure ACK ends it.
+        seg(330, false, s + 1, c + 201, ack, &[]);
+        seg(340, true, c + 201, s + 1, fin | ack, &[]);
+        seg(341, false, s + 1, c + 202, fin | ack, &[]);
+        seg(342, true, c + 202, s + 2, ack, &[]);
+    }
+    let dir = std::env::temp_dir().join(format!("pcapsleuth-ledger-frames-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("closed-one-after-another.pcap");
+    pcap.write(&path).expect("written");
+    let never = FlowConfig {
+        closed_quiet_ns: i64::MAX,
+        closed_keep_ns: i64::MAX,
+        idle_timeout_ns: i64::MAX,
+        ..FlowConfig::default()
+    };
+    let run = |cfg: FlowConfig, threads: usize| -> PipelineOutput {
+        let dets = || -> Vec<Box<dyn Detector>> {
+            vec![
+                Box::new(pcapsleuth_probe_timer_stall::ProbeTimerStall::with_max_stalls(5)),
+                Box::new(pcapsleuth_delayed_ack_stall::DelayedAckStall::with_max_remembered(5)),
+                // Not a ledger reader: the staged pipeline puts it elsewhere.
+                Box::new(pcapsleuth_zero_window::ZeroWindow::default()),
+            ]
+        };
+        let mut reader = CaptureReader::open(&path).expect("capture opens");
+        if threads == 1 {
+            let mut pipe = Pipeline::with_detectors(cfg, dets());
+            assert!(pcapsleuth_analyze::drive(&mut reader, &mut pipe, &mut ()).is_none());
+            pipe.finish(reader.interfaces(), &mut ())
+        } else {
+            let mut pipe =
+                StagedPipeline::start(cfg, dets(), threads - 1, FlowDetail::FindingsOnly)
+                    .expect("threads start");
+            while let Some(frame) = reader.next_frame().expect("capture reads") {
+                pipe.push(&frame);
+            }
+            pipe.finish(reader.interfaces())
+        }
+    };
+    let refused = |o: &PipelineOutput| -> Vec<(&'static str, u64)> {
+        o.detector_limits
+            .iter()
+            .map(|l: &DetectorLimit| (l.detector, l.bound.refused))
+            .collect()
+    };
+    let ended = run(FlowConfig::default(), 1);
+    assert_eq!(
+        refused(&ended),
+        vec![],
+        "streams that end free their values"
+    );
+    for threads in [2, 3] {
+        let o = run(FlowConfig::default(), threads);
+        assert_eq!(refused(&o), vec![], "{threads} threads");
+        assert_eq!(o.findings, ended.findings);
+    }
+    let kept = run(never, 1);
+    assert_eq!(
+        refused(&kept),
+        vec![("probe-timer-stall", 35), ("delayed-ack-stall", 35)],
+        "without stream ends every silence is held"
+    );
+    assert_eq!(kept.findings, ended.findings);
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -2,10 +2,12 @@
 //!
 //! Most detector state lives per stream and goes when the flow table retires
 //! the stream ([`crate::FlowEvent::FlowEnded`]). A few detectors keep
-//! something per *event* of the whole capture until its end (every DNS
-//! message, every packet of a multi-interface capture, every ACK that ended
-//! a silence), because their diagnosis compares events far apart or reads
-//! the stall ledger at the end. Their memory is bounded by a cap; past it
+//! something per *event* of the whole capture until its end (every packet
+//! of a multi-interface capture, every host address), because their
+//! diagnosis compares events far apart; others keep a window that moves
+//! through the capture (DNS lookups in progress, the values of live streams
+//! the stall ledger may name: [`crate::LedgerFrames`]), which a burst can
+//! fill ([`Bound::with_scope`] "at a time"). Their memory is bounded by a cap; past it
 //! they do not examine the rest of the capture. That must not be silent: a
 //! report that says nothing about the last hour of a capture has to say that
 //! it did not look. A detector counts what it could not keep in a [`Bound`]

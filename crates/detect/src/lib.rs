@@ -9,6 +9,7 @@
 pub mod bound;
 pub mod fasthash;
 pub mod followup;
+pub mod ledger_frames;
 pub mod peer;
 pub mod quality;
 pub mod retx;
@@ -17,10 +18,11 @@ pub mod slots;
 pub mod synth;
 /// Timer tolerance (the Linux timer wheel), shared with the stall ledger; it lives in core.
 pub use pcapsleuth_core::timer;
-pub use pcapsleuth_ledger::{CauseSet, LedgerReport};
+pub use pcapsleuth_ledger::{CauseSet, LedgerReport, StallEntry};
 
 pub use bound::Bound;
 pub use fasthash::{StreamMap, StreamSet};
+pub use ledger_frames::LedgerFrames;
 pub use pcapsleuth_core::{Evidence, Finding, FlowRef, Severity};
 pub use pcapsleuth_decode::Decoded;
 pub use pcapsleuth_flow::{FlowEvent, FlowSummary, PacketFlowInfo, PacketMeta};
@@ -296,6 +298,18 @@ pub trait Detector: Send {
     /// every stream). Default: none.
     fn ledger_causes(&self) -> CauseSet {
         CauseSet::EMPTY
+    }
+    /// The stall ledger concluded `stream` before the end of the capture:
+    /// `entries` are its final entries, the same that
+    /// [`FinishContext::ledger`] will list (empty when it keeps none). Called
+    /// only on detectors whose [`Detector::ledger_causes`] is not empty,
+    /// after the flow event that concluded it (so after this detector saw
+    /// that event), possibly twice for one stream (retired by the ledger at
+    /// its reset or close, then ended by the flow table); not called for
+    /// streams concluded at the end of the capture. With it a detector that
+    /// keeps something per event for the ledger's entries to name at the
+    /// end ([`LedgerFrames`]) keeps only what they name. Default: nothing.
+    fn on_ledger_concluded(&mut self, _stream: pcapsleuth_core::StreamId, _entries: &[StallEntry]) {
     }
     /// The capture-wide memory bounds this detector reached ([`Bound`]):
     /// the parts of the capture it did not examine. Asked once, before

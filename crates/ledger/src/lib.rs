@@ -73,6 +73,10 @@ pub struct LedgerConfig {
     /// the causes its detectors read, so a SYN scan's million one-SYN waits
     /// cost no per-stream ledger.
     pub keep_streams: CauseSet,
+    /// Record each stream the ledger concludes before the end of the
+    /// capture, for [`StallLedger::drain_concluded`] (whoever sets it must
+    /// drain: the record is 16 bytes per stream until then). Default off.
+    pub notify_concluded: bool,
 }
 
 impl Default for LedgerConfig {
@@ -81,6 +85,7 @@ impl Default for LedgerConfig {
             min_stall_ns: 30_000_000,
             max_entries_per_stream: 256,
             keep_streams: CauseSet::ALL,
+            notify_concluded: false,
         }
     }
 }
@@ -198,6 +203,10 @@ pub struct StallLedger {
     open_at_end: Vec<StreamState>,
     rollup: Rollup,
     last: Option<Mark>,
+    /// Streams concluded since the last [`StallLedger::drain_concluded`],
+    /// with the index of their kept ledger, if kept
+    /// ([`LedgerConfig::notify_concluded`]).
+    concluded: Vec<(StreamId, Option<usize>)>,
 }
 
 /// `Some(index)` of a stream id in the slot table.
@@ -425,7 +434,37 @@ impl StallLedger {
             }
         }
         self.retired_order.push_back(id);
-        self.rollup.stream(*st, self.cfg.keep_streams);
+        let kept = self.rollup.stream(*st, self.cfg.keep_streams);
+        self.note_concluded(id, kept);
+    }
+
+    /// Stream `id` is concluded (its entries final, the kept ledger's index
+    /// `kept` if kept): recorded when [`LedgerConfig::notify_concluded`].
+    fn note_concluded(&mut self, id: StreamId, kept: Option<usize>) {
+        if self.cfg.notify_concluded {
+            self.concluded.push((id, kept));
+        }
+    }
+
+    /// Hand each stream concluded since the last call to `f`, with its
+    /// entries (empty when the ledger keeps none of them: no stall, or no
+    /// stall of a cause in [`LedgerConfig::keep_streams`]): they are final,
+    /// and the same [`LedgerReport::streams`] lists at the end. A stream is
+    /// concluded when the ledger retires it (a reset, both FINs
+    /// acknowledged) and when the flow table retires it
+    /// ([`FlowEvent::FlowEnded`]), unless a wait of it closes only at the
+    /// capture's end; it may be concluded twice (retired, then ended).
+    /// Nothing is recorded unless [`LedgerConfig::notify_concluded`].
+    pub fn drain_concluded(&mut self, mut f: impl FnMut(StreamId, &[StallEntry])) {
+        if self.concluded.is_empty() {
+            return;
+        }
+        for (id, kept) in self.concluded.drain(..) {
+            let entries = kept
+                .and_then(|i| self.rollup.kept(i))
+                .map_or(&[][..], |l| l.stalls.as_slice());
+            f(id, entries);
+        }
     }
 
     /// The flow table retired `id`: conclude its waits as the end of the
@@ -438,10 +477,12 @@ impl StallLedger {
         let (st, syn) = match std::mem::take(slot) {
             Slot::Started { client, server } | Slot::Ended { client, server } => {
                 *slot = Slot::Ended { client, server };
+                self.note_concluded(id, None);
                 return;
             }
             s @ (Slot::Vacant | Slot::Retired) => {
                 *slot = s;
+                self.note_concluded(id, None);
                 return;
             }
             s @ (Slot::Syn { .. } | Slot::Syn6(_)) if is_ended_syn(&s) => {
@@ -523,7 +564,9 @@ impl StallLedger {
                 for e in now.into_iter().flatten() {
                     rollup::push(&mut st, e, max);
                 }
-                self.rollup.stream(st, self.cfg.keep_streams);
+                let id = st.id;
+                let kept = self.rollup.stream(st, self.cfg.keep_streams);
+                self.note_concluded(id, kept);
                 None
             }
             _ => {

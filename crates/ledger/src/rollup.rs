@@ -174,17 +174,16 @@ impl Rollup {
     }
 
     /// A stream is done: count its stalls in the roll-ups, and keep its
-    /// ledger if it stalled with a cause in `keep`.
-    pub fn stream(&mut self, st: StreamState, keep: CauseSet) {
-        let Some(out) = st.out else {
-            return;
-        };
+    /// ledger if it stalled with a cause in `keep`. Returns the kept
+    /// ledger's index ([`Rollup::kept`]), if it was kept.
+    pub fn stream(&mut self, st: StreamState, keep: CauseSet) -> Option<usize> {
+        let out = st.out?;
         let total: i64 = out
             .by_cause
             .iter()
             .fold(0i64, |acc, x| acc.saturating_add(x.1));
         if total == 0 {
-            return;
+            return None;
         }
         let StreamOut {
             mut entries,
@@ -203,9 +202,7 @@ impl Rollup {
         let span = last.saturating_sub(first).max(0).max(stall_ns);
         add(&mut self.by, &by_cause);
         let i = self.service(st.server);
-        let Some((_, svc)) = self.services.get_mut(i) else {
-            return;
-        };
+        let (_, svc) = self.services.get_mut(i)?;
         svc.stalled += 1;
         svc.stall_ns = svc.stall_ns.saturating_add(stall_ns);
         add(&mut svc.by, &by_cause);
@@ -214,7 +211,7 @@ impl Rollup {
             .zip(by_cause.iter())
             .any(|(c, (n, _))| *n > 0 && keep.contains(*c));
         if !wanted {
-            return;
+            return None;
         }
         self.streams.push(StreamLedger {
             tcp_stream: st.id,
@@ -229,6 +226,12 @@ impl Rollup {
             stalls: entries,
             stalls_dropped: dropped,
         });
+        Some(self.streams.len() - 1)
+    }
+
+    /// The kept ledger at `index` ([`Rollup::stream`]'s result).
+    pub fn kept(&self, index: usize) -> Option<&StreamLedger> {
+        self.streams.get(index)
     }
 
     /// The capture's report.

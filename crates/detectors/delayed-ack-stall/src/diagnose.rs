@@ -102,7 +102,7 @@ impl DelayedAckStall {
     fn held(&self, e: &StallEntry) -> HeldRequest {
         let follower = self
             .followers
-            .get(&e.end_frame)
+            .get(e.tcp_stream, e.end_frame)
             .filter(|f| f.dir == e.dir && f.payload_len > 0);
         HeldRequest {
             first_frame: e.start_frame,

@@ -18,7 +18,8 @@ pub use render::render;
 
 use pcapsleuth_core::{Direction, FrameNo, StreamId, Timestamp};
 use pcapsleuth_detect::{
-    Bound, Detector, DetectorInfo, Finding, FinishContext, FlowEvent, StreamMap,
+    Bound, Detector, DetectorInfo, Finding, FinishContext, FlowEvent, LedgerFrames, StallEntry,
+    StreamMap,
 };
 use pcapsleuth_flow::SegmentEvent;
 
@@ -40,7 +41,9 @@ pub const MAX_LISTED: usize = 32;
 /// ledger's 30 ms shortest stall, so every ACK that ends one is kept.
 pub const SILENCE_NS: i64 = 20_000_000;
 
-/// Most ACK → next-segment pairs remembered per capture (bounded memory).
+/// Most ACK → next-segment pairs held at once: those of live streams, and
+/// those the ledger's Nagle entries name (a safety bound: the pairs of a
+/// stream the ledger named none of go when it ends, [`LedgerFrames`]).
 pub const MAX_REMEMBERED: usize = 1 << 20;
 
 /// The stream's last non-duplicate segment.
@@ -70,14 +73,17 @@ pub(crate) struct Follower {
 /// Memory: nothing for a stream that sent only SYNs (no pure ACK can end a
 /// Nagle wait right after them: the held request's first piece would have to
 /// come before the SYN); one 24-byte map entry per stream past the SYN until
-/// its RST or [`FlowEvent::FlowEnded`]; the ACK → follower pairs, capped at
-/// [`MAX_REMEMBERED`], for the whole capture (the ledger's entries name them
-/// only at the end).
+/// its RST or [`FlowEvent::FlowEnded`]; the ACK → follower pairs of live
+/// streams, and of ended ones those the ledger's Nagle entries name (the
+/// rest go once the ledger has concluded the stream and the flow table has
+/// ended it: [`Detector::on_ledger_concluded`]), capped at
+/// [`MAX_REMEMBERED`] at a time.
 #[derive(Debug)]
 pub struct DelayedAckStall {
     last: StreamMap<StreamId, Last>,
-    /// ACK frame → the stream's next segment.
-    followers: StreamMap<FrameNo, Follower>,
+    /// ACK frame → the stream's next segment, until the ledger's entries
+    /// have named the ones they need ([`LedgerFrames`]).
+    followers: LedgerFrames<Follower>,
     /// [`MAX_REMEMBERED`], and the pairs not remembered past it.
     bound: Bound,
 }
@@ -95,8 +101,9 @@ impl DelayedAckStall {
     pub fn with_max_remembered(max: usize) -> Self {
         DelayedAckStall {
             last: StreamMap::default(),
-            followers: StreamMap::default(),
-            bound: Bound::new("ACK-then-segment pairs after a silence", max as u64),
+            followers: LedgerFrames::default(),
+            bound: Bound::new("ACK-then-segment pairs after a silence", max as u64)
+                .with_scope("at a time"),
         }
     }
 
@@ -125,6 +132,7 @@ impl DelayedAckStall {
                     self.bound.refuse(p.frame);
                 } else if p.ack_after_silence {
                     self.followers.insert(
+                        s.stream,
                         p.frame,
                         Follower {
                             dir: s.dir,
@@ -180,9 +188,22 @@ impl Detector for DelayedAckStall {
             FlowEvent::Segment(s) => self.on_segment(s),
             FlowEvent::FlowEnded(e) => {
                 self.last.remove(&e.stream);
+                self.followers.flow_ended(e.stream);
             }
             _ => {}
         }
+    }
+
+    /// Keep the followers of the ACKs that end the stream's Nagle waits;
+    /// the others go once the stream has ended.
+    fn on_ledger_concluded(&mut self, stream: StreamId, entries: &[StallEntry]) {
+        let named: Vec<FrameNo> = entries
+            .iter()
+            .filter(|e| e.cause == pcapsleuth_ledger::StallCause::NagleDelayedAck)
+            .map(|e| e.end_frame)
+            .collect();
+        self.followers.keep(stream, &named);
+        self.followers.ledger_concluded(stream);
     }
 
     /// [`MAX_REMEMBERED`], when more pairs than that were seen.

@@ -151,8 +151,8 @@ impl ProbeTimerStall {
                 d.flow = ctx.flow_ref(d.stream);
                 d.evidence.flow_silent_ms = self
                     .stalls
-                    .get(&(d.stream, d.evidence.carrier_frame))
-                    .map(|&ns| ns_to_ms(ns));
+                    .get(d.stream, d.evidence.carrier_frame)
+                    .map(ns_to_ms);
                 d
             })
             .collect();

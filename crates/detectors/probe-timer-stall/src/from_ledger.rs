@@ -103,7 +103,7 @@ impl ProbeTimerStall {
             TriggerKind::SmallWindow => (e.dir, e.start_frame, e.end_frame),
             _ => (e.dir, e.evidence.trigger_frame?, e.end_frame),
         };
-        let flow_silent_ns = self.stalls.get(&(e.tcp_stream, carrier)).copied();
+        let flow_silent_ns = self.stalls.get(e.tcp_stream, carrier);
         let mut frames = vec![e.start_frame, trigger, carrier];
         frames.sort_unstable();
         frames.dedup();

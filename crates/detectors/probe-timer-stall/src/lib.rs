@@ -18,7 +18,9 @@ pub use render::render;
 use pcapsleuth_core::{Direction, FrameNo, StreamId, Timestamp};
 use pcapsleuth_decode::IcmpKind;
 use pcapsleuth_detect::followup::{FollowUp, SegRec};
-use pcapsleuth_detect::{Bound, Detector, DetectorInfo, Finding, FinishContext, FlowEvent};
+use pcapsleuth_detect::{
+    Bound, Detector, DetectorInfo, Finding, FinishContext, FlowEvent, LedgerFrames, StallEntry,
+};
 use pcapsleuth_flow::{SegmentEvent, StallEvent};
 
 /// Detector id.
@@ -34,11 +36,14 @@ const SEGS_PER_TRIGGER: usize = 64;
 pub const BURST_NS: i64 = 50_000_000;
 /// Window after the carrier in which released bytes count as waiting, ns.
 pub const RELEASE_NS: i64 = 10_000_000;
-/// Most flow silences kept for the whole capture (the stall table, about 32
-/// bytes an entry): each gives a diagnosis its `flow_silent_ms`; past it a
-/// diagnosis whose carrier ended a later silence has none, and the report
-/// says so (a `detector_limit` warning). The table is O(stalls), not
-/// O(open flows): the ledger's probe0 waits are matched to it at the end.
+/// Most flow silences held at once (the stall table, about 32 bytes an
+/// entry): each gives a diagnosis its `flow_silent_ms`; past it a diagnosis
+/// whose carrier ended a later silence has none, and the report says so (a
+/// `detector_limit` warning). The table holds the silences of live streams
+/// and, of ended ones, those before a carrier its diagnoses or the ledger's
+/// probe0 entries name ([`LedgerFrames`]: the rest go once the ledger has
+/// concluded the stream and the flow table has ended it), so this is a
+/// safety bound.
 pub const MAX_STALLS: usize = 1_000_000;
 
 /// One trigger: an ICMP frag-needed / PTB quoting the flow, or a zero-window
@@ -109,16 +114,16 @@ struct Cold {
 /// the SYN (40 bytes inline; its zero windows and triggers boxed) until its
 /// [`FlowEvent::FlowEnded`], when its triggers are
 /// diagnosed and only the diagnoses are kept. Capture-wide: the follow-up
-/// history ([`FollowUp`], fixed size) and one 24-byte entry per stall with
-/// data pending, at most [`MAX_STALLS`] (the ledger's probe0 waits are
-/// matched to them at the end).
+/// history ([`FollowUp`], fixed size) and one entry per stall with data
+/// pending of a live stream, and of an ended one per stall its diagnoses or
+/// the ledger's probe0 entries may name, at most [`MAX_STALLS`].
 #[derive(Debug)]
 pub struct ProbeTimerStall {
     streams: pcapsleuth_detect::StreamMap<StreamId, Stream>,
     follow: FollowUp,
     /// (stream, last frame of the silence) → silence (ns), of the first
     /// stall with data (or not just a SYN) pending ending there.
-    stalls: pcapsleuth_detect::StreamMap<(StreamId, FrameNo), i64>,
+    stalls: LedgerFrames<i64>,
     /// Burst diagnoses of ended streams, with their order key (stream,
     /// direction, first trigger's time and frame); `flow` and
     /// `flow_silent_ms` are filled in at the end.
@@ -143,6 +148,7 @@ impl ProbeTimerStall {
             stalls: Default::default(),
             ended: Vec::new(),
             stalls_bound: Bound::new("flow silences (for flow_silent_ms)", max as u64)
+                .with_scope("at a time")
                 .with_effect(
                     "a diagnosis whose carrier ended a refused silence has flow_silent_ms null; no finding is lost",
                 ),
@@ -317,23 +323,31 @@ impl ProbeTimerStall {
     }
 
     fn on_stall(&mut self, s: &StallEvent) {
-        let key = (s.stream, s.end_frame);
-        if self.stalls.len() as u64 >= self.stalls_bound.limit && !self.stalls.contains_key(&key) {
+        if self.stalls.len() as u64 >= self.stalls_bound.limit
+            && !self.stalls.contains(s.stream, s.end_frame)
+        {
             self.stalls_bound.refuse(s.end_frame);
             return;
         }
-        self.stalls
-            .entry(key)
-            .or_insert(s.end_ts.0.saturating_sub(s.start_ts.0));
+        self.stalls.insert(
+            s.stream,
+            s.end_frame,
+            s.end_ts.0.saturating_sub(s.start_ts.0),
+        );
     }
 
-    /// The stream left the flow table: diagnose its triggers now, drop its state.
+    /// The stream left the flow table: diagnose its triggers now (keeping
+    /// the silences before their carriers), drop its state.
     fn on_flow_ended(&mut self, stream: StreamId) {
         self.follow.end_stream(stream);
         if let Some(c) = self.streams.remove(&stream).and_then(|st| st.cold) {
             let out = diagnosis::diagnose_stream(&c.triggers);
+            let carriers: Vec<FrameNo> =
+                out.iter().map(|(_, d)| d.evidence.carrier_frame).collect();
+            self.stalls.keep(stream, &carriers);
             self.ended.extend(out);
         }
+        self.stalls.flow_ended(stream);
     }
 }
 
@@ -350,6 +364,19 @@ impl Detector for ProbeTimerStall {
     /// The ledger's `Probe0` waits (`from_ledger`/`diagnose`).
     fn ledger_causes(&self) -> pcapsleuth_ledger::CauseSet {
         pcapsleuth_ledger::CauseSet::of(&[pcapsleuth_ledger::StallCause::Probe0])
+    }
+
+    /// Keep the silences before the frames the stream's probe0 entries may
+    /// cite as carriers (`from_ledger`); the others go once it has ended.
+    fn on_ledger_concluded(&mut self, stream: StreamId, entries: &[StallEntry]) {
+        let named: Vec<FrameNo> = entries
+            .iter()
+            .filter(|e| e.cause == pcapsleuth_ledger::StallCause::Probe0)
+            .flat_map(|e| [Some(e.end_frame), e.evidence.trigger_frame])
+            .flatten()
+            .collect();
+        self.stalls.keep(stream, &named);
+        self.stalls.ledger_concluded(stream);
     }
 
     fn on_flow_event(&mut self, event: &FlowEvent) {
