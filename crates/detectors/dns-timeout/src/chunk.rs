@@ -203,8 +203,16 @@ impl Chunker {
             *f = dropped;
             now_held = now_held.saturating_sub(per_lookup.get(i).copied().unwrap_or(0));
         }
-        let unclaimed_from = if now_held * 2 <= self.chunk {
-            newest.saturating_sub(REORDER_NS)
+        // Answers that matched nothing: held for a query written late, if
+        // there is room.
+        let recent = newest.saturating_sub(REORDER_NS);
+        let unclaimed = msgs
+            .iter()
+            .zip(&owner)
+            .filter(|(m, o)| o.is_none() && m.ts >= recent)
+            .count();
+        let unclaimed_from = if (now_held + unclaimed) * 2 <= self.chunk {
+            recent
         } else {
             i64::MAX
         };
@@ -242,9 +250,20 @@ impl Chunker {
     /// A/AAAA sibling first sent within [`PAIR_WINDOW_NS`] of its first or
     /// second transmission; a TCP query with its id after its start).
     fn fates(&self, lookups: &[Lookup], settled: &[bool]) -> Vec<Fate> {
-        let mut unsettled: HashMap<(IpAddr, u32), Vec<&Lookup>> = HashMap::new();
+        // Of the unsettled lookups, per client and name: the times of their
+        // first two transmissions (sorted), and per id the earliest start.
+        let mut times: HashMap<(IpAddr, u32), Vec<i64>> = HashMap::new();
+        let mut starts: HashMap<(IpAddr, u32, u16), i64> = HashMap::new();
         for (l, _) in lookups.iter().zip(settled).filter(|(_, s)| !**s) {
-            unsettled.entry((l.client_ip, l.name)).or_default().push(l);
+            let list = times.entry((l.client_ip, l.name)).or_default();
+            list.extend(l.txs.iter().take(2).map(|t| t.ts));
+            if let Some(f) = l.first() {
+                let e = starts.entry((l.client_ip, l.name, l.id)).or_insert(f.ts);
+                *e = (*e).min(f.ts);
+            }
+        }
+        for list in times.values_mut() {
+            list.sort_unstable();
         }
         let window = PAIR_WINDOW_NS.unsigned_abs();
         lookups
@@ -258,17 +277,17 @@ impl Chunker {
                 let Some(first) = x.first() else {
                     return if done { Fate::Drop } else { Fate::Conclude };
                 };
-                let needed = unsettled.get(&(x.client_ip, x.name)).is_some_and(|ls| {
-                    ls.iter().any(|l| {
-                        if x.tcp {
-                            return l.id == x.id && l.first().is_some_and(|f| f.ts <= first.ts);
-                        }
-                        l.txs
-                            .iter()
-                            .take(2)
-                            .any(|t| t.ts.abs_diff(first.ts) <= window)
+                let needed = if x.tcp {
+                    starts
+                        .get(&(x.client_ip, x.name, x.id))
+                        .is_some_and(|&t| t <= first.ts)
+                } else {
+                    times.get(&(x.client_ip, x.name)).is_some_and(|list| {
+                        let lo = first.ts.saturating_sub_unsigned(window);
+                        list.get(list.partition_point(|&t| t < lo))
+                            .is_some_and(|&t| t.abs_diff(first.ts) <= window)
                     })
-                });
+                };
                 match (done, needed) {
                     (false, false) => Fate::Conclude,
                     (false, true) => Fate::ConcludeAndHold,

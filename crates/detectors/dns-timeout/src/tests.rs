@@ -310,6 +310,24 @@ fn hostile_timestamps_and_orders_do_not_panic() {
         for d in diagnose(&build(msgs.clone()), &[], end) {
             let _ = crate::render::render(&d);
         }
+        // Concluded in chunks of 2 and 5, in frame order and reversed.
+        for chunk in [2, 5] {
+            for reversed in [false, true] {
+                let mut c = crate::chunk::Chunker::with_chunk(chunk);
+                let order: Vec<Msg> = if reversed {
+                    msgs.iter().rev().copied().collect()
+                } else {
+                    msgs.clone()
+                };
+                for x in order {
+                    c.push(x);
+                }
+                assert!(c.held() <= chunk);
+                for d in c.diagnose(&[], end) {
+                    let _ = crate::render::render(&d);
+                }
+            }
+        }
     }
 }
 
@@ -563,4 +581,18 @@ fn chunks_conclude_as_one_pass_would() {
         assert!(c.held() <= 16);
         assert!(!c.diagnose(&names, end).is_empty());
     }
+}
+
+/// Answers that match no query (a capture of one direction, a reflection
+/// flood) are not held from chunk to chunk: concluding stays linear.
+#[test]
+fn unmatched_answers_do_not_pile_up() {
+    let mut c = crate::chunk::Chunker::with_chunk(64);
+    for k in 0..100_000u64 {
+        let mut x = m(k + 1, k as i64, R, C, (k % 65_536) as u16, true, A, 0);
+        x.hash = k;
+        c.push(x);
+        assert!(c.held() < 64, "{k}: {}", c.held());
+    }
+    assert!(c.diagnose(&[], 200_000).is_empty());
 }
