@@ -18,12 +18,15 @@
 //! The result is the one pass over all messages would give (the table test
 //! `chunks_conclude_as_one_pass_would` checks it), with two exceptions
 //! that only a capture far above [`CHUNK_MESSAGES`] can meet:
-//! - when settled lookups hold less than half of a chunk's messages (more
-//!   than a chunk within [`SETTLE_NS`]: a flood, or one client re-sending
-//!   one query id without pause), the oldest unsettled lookups are concluded
-//!   early, so the next chunk has room: their later transmissions start new
-//!   lookups. Each counts in [`Chunker::early`] (a `detector_limit`
-//!   warning);
+//! - when the lookups in progress hold more than half of a chunk's messages
+//!   (more than half a chunk within [`SETTLE_NS`]: a busy resolver, or one
+//!   client re-sending one query id without pause), the oldest of them are
+//!   concluded early so the next chunk has room, answered ones first: a
+//!   later transmission of their query starts a lookup of its own. For an
+//!   answered lookup that costs at most an info finding (a re-send after
+//!   the answer read as a new query, answered at once); an unanswered one
+//!   concluded early counts in [`Chunker::early`] (a `detector_limit`
+//!   warning), as its re-send would no longer be seen as one;
 //! - a message written to the file more than [`REORDER_NS`] after later
 //!   ones (capture time) may miss the lookup it belongs to.
 
@@ -104,7 +107,7 @@ impl Chunker {
             )
             .with_scope("at a time")
             .with_effect(
-                "it concluded that many of the oldest lookups in progress early, and read their later transmissions and answers, if any, as new lookups",
+                "it concluded that many unanswered lookups before their re-send could come (and answered ones early too), and read a later re-send of any of them as a lookup of its own",
             ),
         }
     }
@@ -175,18 +178,25 @@ impl Chunker {
                 .sum::<usize>()
         };
         let mut now_held = held(&fates);
-        for (i, f) in fates.iter_mut().enumerate() {
-            if now_held * 2 <= self.chunk {
-                break;
-            }
-            if *f == Fate::Hold {
+        // Answered lookups first (oldest first): concluding one early only
+        // makes a later re-send of its query a lookup of its own; then the
+        // unanswered ones, whose re-send would then look like a new query
+        // (counted in `early`).
+        for answered_pass in [true, false] {
+            for (i, f) in fates.iter_mut().enumerate() {
+                if now_held * 2 <= self.chunk {
+                    break;
+                }
+                let Some(l) = lookups.get(i) else { continue };
+                let answered = l.last().is_some_and(|t| t.answer.is_some());
+                if *f != Fate::Hold || answered != answered_pass {
+                    continue;
+                }
                 *f = Fate::Conclude;
                 now_held = now_held.saturating_sub(per_lookup.get(i).copied().unwrap_or(0));
-                let frame = lookups
-                    .get(i)
-                    .and_then(|l| l.first())
-                    .map_or(0, |t| t.frame);
-                self.early.refuse(FrameNo(frame));
+                if !answered {
+                    self.early.refuse(FrameNo(l.first().map_or(0, |t| t.frame)));
+                }
             }
         }
         // Still too much: the context goes too (only neighbours of lookups
