@@ -17,32 +17,38 @@
 
 use crate::StreamMap;
 use pcapsleuth_core::{FrameNo, StreamId};
+use std::collections::BTreeMap;
 
-/// One stream's values not yet kept, and which of the two ends it has seen.
-#[derive(Debug, Default, Clone)]
-struct Pending {
-    /// Frames with a value not asked to be kept, in insertion order.
-    frames: Vec<FrameNo>,
-    /// The flow table ended the stream.
-    flow_ended: bool,
-    /// The ledger concluded the stream.
-    ledger_done: bool,
+/// One value and whether [`LedgerFrames::keep`] asked for it.
+#[derive(Debug, Clone, Copy)]
+struct Held<V> {
+    value: V,
+    kept: bool,
 }
 
-/// Per-frame values of type `V`, grouped by stream, dropped when the stream
-/// is over for both the flow table and the ledger (see the module
-/// documentation). The first value inserted for a frame stays.
+/// [`LedgerFrames`]: the flow table ended the stream.
+const FLOW_ENDED: u8 = 1;
+/// [`LedgerFrames`]: the ledger concluded the stream.
+const LEDGER_DONE: u8 = 2;
+
+/// Per-frame values of type `V`, by stream, dropped when the stream is over
+/// for both the flow table and the ledger (see the module documentation).
+/// The first value inserted for a frame stays. Memory: one ordered-map
+/// entry per value (the stream and frame, the value, a flag), and a byte
+/// per stream with values that one of its two ends has reached.
 #[derive(Debug, Clone)]
 pub struct LedgerFrames<V> {
-    values: StreamMap<(StreamId, FrameNo), V>,
-    pending: StreamMap<StreamId, Pending>,
+    values: BTreeMap<(StreamId, FrameNo), Held<V>>,
+    /// Streams with values that saw one end ([`FLOW_ENDED`],
+    /// [`LEDGER_DONE`]) and wait for the other.
+    ends: StreamMap<StreamId, u8>,
 }
 
 impl<V> Default for LedgerFrames<V> {
     fn default() -> Self {
         LedgerFrames {
-            values: StreamMap::default(),
-            pending: StreamMap::default(),
+            values: BTreeMap::new(),
+            ends: StreamMap::default(),
         }
     }
 }
@@ -65,18 +71,17 @@ impl<V: Copy> LedgerFrames<V> {
 
     /// The value of `stream` at `frame`.
     pub fn get(&self, stream: StreamId, frame: FrameNo) -> Option<V> {
-        self.values.get(&(stream, frame)).copied()
+        self.values.get(&(stream, frame)).map(|h| h.value)
     }
 
     /// Hold `value` for `stream` at `frame` unless one is held there already
     /// (the first stays); `true` when inserted.
     pub fn insert(&mut self, stream: StreamId, frame: FrameNo, value: V) -> bool {
-        use std::collections::hash_map::Entry;
+        use std::collections::btree_map::Entry;
         match self.values.entry((stream, frame)) {
             Entry::Occupied(_) => false,
             Entry::Vacant(v) => {
-                v.insert(value);
-                self.pending.entry(stream).or_default().frames.push(frame);
+                v.insert(Held { value, kept: false });
                 true
             }
         }
@@ -85,44 +90,52 @@ impl<V: Copy> LedgerFrames<V> {
     /// Keep the values of `stream` at `frames` for good (they survive the
     /// stream's end).
     pub fn keep(&mut self, stream: StreamId, frames: &[FrameNo]) {
-        if frames.is_empty() {
-            return;
-        }
-        if let Some(p) = self.pending.get_mut(&stream) {
-            p.frames.retain(|f| !frames.contains(f));
+        for f in frames {
+            if let Some(h) = self.values.get_mut(&(stream, *f)) {
+                h.kept = true;
+            }
         }
     }
 
     /// The flow table ended `stream`.
     pub fn flow_ended(&mut self, stream: StreamId) {
-        if let Some(p) = self.pending.get_mut(&stream) {
-            p.flow_ended = true;
-        }
-        self.drop_if_over(stream);
+        self.end(stream, FLOW_ENDED);
     }
 
     /// The ledger concluded `stream` (after [`LedgerFrames::keep`] of what
     /// its entries name).
     pub fn ledger_concluded(&mut self, stream: StreamId) {
-        if let Some(p) = self.pending.get_mut(&stream) {
-            p.ledger_done = true;
-        }
-        self.drop_if_over(stream);
+        self.end(stream, LEDGER_DONE);
     }
 
-    /// Drop `stream`'s values not kept once both ends are seen.
-    fn drop_if_over(&mut self, stream: StreamId) {
-        if !self
-            .pending
-            .get(&stream)
-            .is_some_and(|p| p.flow_ended && p.ledger_done)
-        {
+    /// The values of `stream`, in frame order.
+    fn of(
+        &self,
+        stream: StreamId,
+    ) -> std::collections::btree_map::Range<'_, (StreamId, FrameNo), Held<V>> {
+        self.values
+            .range((stream, FrameNo(0))..=(stream, FrameNo(u64::MAX)))
+    }
+
+    /// One end of `stream` reached: once both are, drop its values not kept.
+    fn end(&mut self, stream: StreamId, end: u8) {
+        if !self.of(stream).any(|(_, h)| !h.kept) {
+            self.ends.remove(&stream);
             return;
         }
-        if let Some(p) = self.pending.remove(&stream) {
-            for f in p.frames {
-                self.values.remove(&(stream, f));
-            }
+        let seen = self.ends.entry(stream).or_default();
+        *seen |= end;
+        if *seen != FLOW_ENDED | LEDGER_DONE {
+            return;
+        }
+        self.ends.remove(&stream);
+        let gone: Vec<(StreamId, FrameNo)> = self
+            .of(stream)
+            .filter(|(_, h)| !h.kept)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in gone {
+            self.values.remove(&k);
         }
     }
 }
