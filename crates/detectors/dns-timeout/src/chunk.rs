@@ -54,7 +54,7 @@ pub const REORDER_NS: i64 = 5_000_000_000;
 /// truncation asks for, and [`REORDER_NS`].
 pub const SETTLE_NS: i64 = MAX_RETRY_GAP_NS + TCP_FALLBACK_WINDOW_NS + REORDER_NS;
 
-/// Identity of a lookup: its first transmission's time and frame.
+/// A lookup's identity ([`Lookup::identity`]).
 type Identity = (i64, u64);
 
 /// DNS messages in, concluded lookups out (see the module documentation).
@@ -140,7 +140,7 @@ impl Chunker {
         let fresh = (0..lookups.len()).filter(|&i| {
             lookups
                 .get(i)
-                .and_then(identity)
+                .and_then(Lookup::identity)
                 .is_none_or(|id| !context.contains(&id))
         });
         self.concluded.conclude(&lookups, fresh);
@@ -234,7 +234,7 @@ impl Chunker {
         let mut context = HashSet::new();
         for (l, f) in lookups.iter().zip(&fates) {
             if matches!(f, Fate::ConcludeAndHold | Fate::HoldAgain) {
-                context.extend(identity(l));
+                context.extend(l.identity());
             }
         }
         self.context = context;
@@ -280,7 +280,7 @@ impl Chunker {
             .iter()
             .zip(settled)
             .map(|(x, &settled)| {
-                let done = identity(x).is_some_and(|id| self.context.contains(&id));
+                let done = x.identity().is_some_and(|id| self.context.contains(&id));
                 if !settled && !done {
                     return Fate::Hold;
                 }
@@ -307,9 +307,4 @@ impl Chunker {
             })
             .collect()
     }
-}
-
-/// A lookup's identity (first transmission's time and frame).
-fn identity(l: &Lookup) -> Option<Identity> {
-    l.first().map(|f| (f.ts, f.frame))
 }

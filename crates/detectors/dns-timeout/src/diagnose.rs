@@ -295,12 +295,6 @@ pub(crate) struct Candidate {
     tcp_fallback: bool,
 }
 
-/// Identity of a lookup across the chunks of a capture: its first
-/// transmission's time and frame (a UDP datagram holds one DNS message).
-fn identity(l: &Lookup) -> Option<(i64, u64)> {
-    l.first().map(|f| (f.ts, f.frame))
-}
-
 /// What the diagnosis needs of every concluded lookup of a capture, however
 /// many passes ([`crate::chunk`]) concluded them: the candidates whole, the
 /// re-sent lookups' timeouts per client, and lookups and answers counted per
@@ -368,7 +362,7 @@ impl Concluded {
     pub(crate) fn diagnose(mut self, names: &[String], capture_end_ns: i64) -> Vec<Diagnosis> {
         // First-transmission order, as one pass over the whole capture makes them.
         self.candidates
-            .sort_by_key(|c| identity(&c.lookup).unwrap_or((i64::MIN, 0)));
+            .sort_by_key(|c| c.lookup.identity().unwrap_or((i64::MIN, 0)));
         let timeouts: HashMap<IpAddr, Vec<(i64, i64)>> = self
             .timeouts
             .into_iter()
@@ -387,7 +381,7 @@ impl Concluded {
         let collateral: Vec<(i64, u64)> = verdicts
             .iter()
             .filter(|v| v.shape == Shape::PairResent)
-            .filter_map(|v| sibling_lookup(cands, v).and_then(identity))
+            .filter_map(|v| sibling_lookup(cands, v).and_then(Lookup::identity))
             .collect();
         let verdicts: Vec<Verdict> = verdicts
             .into_iter()
@@ -395,7 +389,7 @@ impl Concluded {
                 !(v.shape == Shape::ResentAfterAnswer
                     && cands
                         .get(v.idx)
-                        .and_then(|c| identity(&c.lookup))
+                        .and_then(|c| c.lookup.identity())
                         .is_some_and(|id| collateral.contains(&id)))
             })
             .collect();

@@ -93,6 +93,12 @@ impl Lookup {
     pub fn first(&self) -> Option<&Tx> {
         self.txs.first()
     }
+    /// Identity of the lookup across the passes over a capture
+    /// ([`crate::chunk`]): its first transmission's time (ns) and frame. A
+    /// UDP datagram holds one DNS message, so no two UDP lookups share it.
+    pub fn identity(&self) -> Option<(i64, u64)> {
+        self.first().map(|f| (f.ts, f.frame))
+    }
 }
 
 type Key = (u16, u32, u16, u16, bool);
