@@ -11,8 +11,11 @@
 //!   retransmitted (network loss); bytes the peer acknowledges that no frame
 //!   carried — a gap or bytes past the highest captured one, Wireshark's
 //!   `tcp.analysis.ack_lost_segment` — reached the receiver, so the capture
-//!   lost them. At most [`MAX_GAPS`] gaps per direction are tracked; a jump of
-//!   more than [`MAX_GAP_BYTES`] is taken for a new sequence space, not a gap;
+//!   lost them. At most [`MAX_GAPS`] gaps per direction are tracked; a jump
+//!   past what the peer's window allowed, or after a silence of the
+//!   direction in the capture what 100 Gbit/s carries in that time
+//!   (`DirState::sender_jump_bound`), and anyway past [`MAX_GAP_BYTES`], is
+//!   taken for a new sequence space, not a gap;
 //! - **duplicates**: the flow table's duplicate sightings, split by whether the
 //!   first sighting was at the same place (interface, `-i any` interface index
 //!   and direction, link-layer source address);
@@ -84,6 +87,9 @@ struct DirState {
     /// Largest receive window this direction advertised, bytes (scaled when
     /// the scale is known, else the raw field times [`UNKNOWN_SCALE`]).
     max_window: u64,
+    /// Capture time of this direction's latest segment, ns; `None` before
+    /// the first one (or when only a compacted SYN was seen).
+    last_ts: Option<i64>,
 }
 
 /// Multiplier for a raw window whose scale is unknown (handshake not
@@ -93,6 +99,11 @@ const UNKNOWN_SCALE: u64 = 1 << 8;
 
 /// Smallest window bound: 65535 bytes, the largest unscaled window.
 const MIN_WINDOW_BOUND: u64 = 65_535;
+
+/// Fastest one TCP connection is taken to send while the capture saw none
+/// of its segments, in bytes per 2 ns: 25, i.e. 12.5 bytes/ns = 100 Gbit/s
+/// (a 100 GbE port). Bounds [`DirState::sender_jump_bound`].
+const MAX_RATE_BYTES_PER_2NS: i64 = 25;
 
 impl DirState {
     /// The most this direction could have had in flight unseen: the bytes
@@ -104,6 +115,36 @@ impl DirState {
         i64::try_from(peer_window.max(MIN_WINDOW_BOUND))
             .unwrap_or(MAX_GAP_BYTES)
             .min(MAX_GAP_BYTES)
+    }
+
+    /// The largest forward jump of this direction's sequence numbers at
+    /// `now_ns` that is still a gap: [`DirState::jump_bound`], or what
+    /// [`MAX_RATE_BYTES_PER_2NS`] carries in the time since this direction's
+    /// previous captured segment, whichever is larger, at most
+    /// [`MAX_GAP_BYTES`].
+    ///
+    /// The window bound alone holds only while the capture sees the peer's
+    /// ACKs. When the capture itself stops seeing the flow (the kernel ring
+    /// of `tcpdump` or `dumpcap` overflows, as `tcpdump -B` with a slow
+    /// writer shows: `fixtures/scripts/capture-loss.sh`), the receiver keeps
+    /// acknowledging and the window keeps sliding, so the sender's sequence
+    /// numbers resume far past the window: 999,576 bytes after 84 ms with a
+    /// 64 KB window at frame 1821 of `fixtures/captures/capture-loss.pcap`
+    /// (tcpdump stopped for 240 ms). Segments of another
+    /// sequence space within one flow (two capture points either side of a
+    /// sequence-randomising firewall) come microseconds apart, so their
+    /// jumps stay bounded by the window.
+    fn sender_jump_bound(&self, peer_window: u64, now_ns: i64) -> i64 {
+        let window = Self::jump_bound(peer_window);
+        let Some(last) = self.last_ts else {
+            return window;
+        };
+        let by_rate = now_ns
+            .saturating_sub(last)
+            .max(0)
+            .saturating_mul(MAX_RATE_BYTES_PER_2NS)
+            / 2;
+        window.max(by_rate.min(MAX_GAP_BYTES))
     }
 }
 
@@ -626,6 +667,8 @@ fn track_sender(
             Some(_) => {}
         }
     }
+    let bound = st.sender_jump_bound(peer_window, s.ts.0);
+    st.last_ts = Some(s.ts.0);
     if s.flags.rst() {
         return;
     }
@@ -641,7 +684,7 @@ fn track_sender(
         st.maybe_keepalive = false;
     }
     if start > st.max_end {
-        if start - st.max_end <= DirState::jump_bound(peer_window) {
+        if start - st.max_end <= bound {
             if st.gaps.len() < MAX_GAPS {
                 st.gaps.push((st.max_end, start));
             }
@@ -864,6 +907,38 @@ mod tests {
         TcpFingerprint,
     };
     use std::net::{IpAddr, Ipv4Addr};
+
+    /// The sender's jump bound: the peer's window (at least 65,535 bytes)
+    /// right after a segment, what 100 Gbit/s carries in the silence since
+    /// the direction's previous segment otherwise, never past
+    /// `MAX_GAP_BYTES`; without a previous segment, the window alone.
+    #[test]
+    fn sender_jump_bound_grows_with_the_silence() {
+        let at = |last: Option<i64>| DirState {
+            last_ts: last,
+            ..DirState::default()
+        };
+        let cases: &[(Option<i64>, u64, i64, i64)] = &[
+            // (previous segment ns, peer window, now ns, bound)
+            (None, 0, 1_000_000_000, 65_535),
+            (None, 1 << 20, 1_000_000_000, 1 << 20),
+            (Some(0), 65_536, 1_000, 65_536),
+            // 84 ms at 12.5 bytes/ns: fixtures/captures/capture-loss.pcap's
+            // 999,576-byte jump fits.
+            (Some(0), 65_536, 84_000_000, 1_050_000_000),
+            (Some(0), 65_536, 10_000_000_000, MAX_GAP_BYTES),
+            // A timestamp going backwards is no silence.
+            (Some(5_000), 65_536, 1_000, 65_536),
+            (Some(i64::MIN), 0, i64::MAX, MAX_GAP_BYTES),
+        ];
+        for &(last, window, now, want) in cases {
+            assert_eq!(
+                at(last).sender_jump_bound(window, now),
+                want,
+                "{last:?} {window} {now}"
+            );
+        }
+    }
 
     fn ep(last: u8, port: u16) -> Endpoint {
         Endpoint {

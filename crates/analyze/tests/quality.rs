@@ -230,6 +230,44 @@ fn two_interfaces_snaplen_200_is_trustworthy() {
     assert_eq!(dups, 131);
 }
 
+/// The real kernel, and a capture that lost frames itself
+/// (`fixtures/scripts/capture-loss.sh`): tcpdump stopped for 240 ms during a
+/// 4 MB upload and the kernel dropped 741 frames. A pcap file has no drop
+/// counters; the sequence numbers resume 999,576 bytes further on (frame
+/// 1821), past the 64 KB window, and the receiver acknowledges them: capture
+/// loss, not a new sequence space, so not trustworthy. Nothing was lost on
+/// the wire, so nothing is flagged.
+#[test]
+fn a_capture_that_stopped_reading_is_not_trustworthy() {
+    let r = analyze_path(&fixtures_dir().join("capture-loss.pcap"), &with_flows());
+    let q = quality(&r);
+    assert_eq!(q.verdict, QualityVerdictReport::NotTrustworthy);
+    assert_eq!(kinds(&r), vec!["capture_loss", "headers_truncated"]);
+    assert_eq!(q.capture_loss_flows, 1);
+    assert!(
+        (999_576..1_100_000).contains(&q.capture_lost_bytes),
+        "{}",
+        q.capture_lost_bytes
+    );
+    assert_eq!(q.gap_bytes_filled_late, 0, "no network loss");
+    assert!(r.findings.is_empty(), "{:?}", r.findings);
+    let lossy: Vec<_> = r
+        .flows
+        .iter()
+        .filter(|f| {
+            f.capture_quality
+                .as_ref()
+                .is_some_and(|q| q.capture_lost_bytes > 0)
+        })
+        .map(|f| (f.client_port, f.server_port))
+        .collect();
+    assert_eq!(
+        lossy,
+        vec![(48819, 5201)],
+        "the upload, not the control flow"
+    );
+}
+
 /// The shared corpus, or `None` after printing SKIP (panics under CI).
 fn shared(rel: &str) -> Option<PathBuf> {
     match shared_dir() {
