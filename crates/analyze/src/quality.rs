@@ -31,8 +31,9 @@
 //! - **interface drop counters** from pcapng Interface Statistics Blocks
 //!   ([`pcapsleuth_ingest::InterfaceStats`]).
 
+use pcapsleuth_core::opt::OptTimestamp;
 use pcapsleuth_core::{Direction, FrameNo, InterfaceId, StreamId, Timestamp};
-use pcapsleuth_decode::{Decoded, StopReason, Transport};
+use pcapsleuth_decode::{Decoded, IcmpKind, StopReason, Transport};
 use pcapsleuth_detect::quality::{
     CaptureQuality, FlowQuality, InterfaceQuality, QualityReason, QualityVerdict,
     BACKWARDS_TOLERANCE_NS,
@@ -52,6 +53,25 @@ pub const MAX_GAPS: usize = 16;
 /// A sequence jump larger than this (1 GiB, the largest RFC 7323 window) is
 /// not a gap but another sequence space (port reuse, a corrupt segment).
 pub const MAX_GAP_BYTES: i64 = 1 << 30;
+
+/// DNS server port (RFC 1035 §4.2.1): datagrams to or from it are DNS
+/// messages for [`QualityReason::DnsTruncated`].
+const DNS_PORT: u16 = 53;
+
+/// IP protocol numbers of TCP and UDP (a quote of either names ports).
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+
+/// An ICMP/ICMPv6 error, which quotes the packet it is about.
+fn is_icmp_error(kind: IcmpKind) -> bool {
+    matches!(
+        kind,
+        IcmpKind::FragNeeded
+            | IcmpKind::PacketTooBig
+            | IcmpKind::DestUnreachable
+            | IcmpKind::TimeExceeded
+    )
+}
 
 /// Frames remembered to find the interface of a duplicate's first sighting
 /// (the flow table's duplicate window is milliseconds).
@@ -87,9 +107,9 @@ struct DirState {
     /// Largest receive window this direction advertised, bytes (scaled when
     /// the scale is known, else the raw field times [`UNKNOWN_SCALE`]).
     max_window: u64,
-    /// Capture time of this direction's latest segment, ns; `None` before
-    /// the first one (or when only a compacted SYN was seen).
-    last_ts: Option<i64>,
+    /// Capture time of this direction's latest segment; none before the
+    /// first one (or when only a compacted SYN was seen).
+    last_ts: OptTimestamp,
 }
 
 /// Multiplier for a raw window whose scale is unknown (handshake not
@@ -128,19 +148,21 @@ impl DirState {
     /// of `tcpdump` or `dumpcap` overflows, as `tcpdump -B` with a slow
     /// writer shows: `fixtures/scripts/capture-loss.sh`), the receiver keeps
     /// acknowledging and the window keeps sliding, so the sender's sequence
-    /// numbers resume far past the window: 999,576 bytes after 84 ms with a
-    /// 64 KB window at frame 1821 of `fixtures/captures/capture-loss.pcap`
-    /// (tcpdump stopped for 240 ms). Segments of another
+    /// numbers resume far past the window: 1,143,248 bytes after 95 ms with
+    /// a 64 KB window at frame 1822 of `fixtures/captures/capture-loss.pcap`
+    /// (the sender's tcpdump stopped for 240 ms), 750,032 bytes after 63 ms
+    /// at frame 1821 of `capture-loss-server.pcap` (the receiver's, 200 ms).
+    /// Segments of another
     /// sequence space within one flow (two capture points either side of a
     /// sequence-randomising firewall) come microseconds apart, so their
     /// jumps stay bounded by the window.
     fn sender_jump_bound(&self, peer_window: u64, now_ns: i64) -> i64 {
         let window = Self::jump_bound(peer_window);
-        let Some(last) = self.last_ts else {
+        let Some(last) = self.last_ts.get() else {
             return window;
         };
         let by_rate = now_ns
-            .saturating_sub(last)
+            .saturating_sub(last.0)
             .max(0)
             .saturating_mul(MAX_RATE_BYTES_PER_2NS)
             / 2;
@@ -390,6 +412,7 @@ impl QualityTracker {
                 }
             }
         }
+        self.note_unreadable_payload(frame, decoded);
         self.on_events(events);
         if self.recent.len() == RECENT_FRAMES {
             self.recent.pop_front();
@@ -497,6 +520,38 @@ impl QualityTracker {
             .get(i)
             .filter(|&&(n, _)| n == frame)
             .map(|&(_, place)| place)
+    }
+
+    /// Count the DNS messages and ICMP errors of a frame, and those that
+    /// snaplen cut before what the detectors read of them.
+    fn note_unreadable_payload(&mut self, frame: &Frame<'_>, decoded: &Decoded<'_>) {
+        let frame_cut = (frame.data.len() as u64) < u64::from(frame.orig_len);
+        match &decoded.transport {
+            Transport::Udp(u) if u.src_port == DNS_PORT || u.dst_port == DNS_PORT => {
+                self.q.dns_frames += 1;
+                let cut = (u.payload.len() as u64) < u64::from(u.payload_len);
+                // What the DNS detectors read: the header and the first
+                // question (`pcapsleuth_decode::dns::parse`).
+                if cut
+                    && pcapsleuth_decode::dns::parse(u.payload).is_none_or(|m| m.question.is_none())
+                {
+                    self.q.dns_truncated_frames += 1;
+                }
+            }
+            Transport::Icmp(m) if is_icmp_error(m.kind) => {
+                self.q.icmp_errors += 1;
+                // What the ICMP detectors read: the quoted IP header and the
+                // quoted ports (RFC 792 and RFC 4443 make the sender quote at
+                // least its first 8 bytes of transport).
+                let unreadable = m.quoted.as_ref().is_none_or(|q| {
+                    matches!(q.ip.protocol, IPPROTO_TCP | IPPROTO_UDP) && q.src_port.is_none()
+                });
+                if frame_cut && unreadable {
+                    self.q.icmp_quote_truncated += 1;
+                }
+            }
+            _ => {}
+        }
     }
 
     fn on_segment(&mut self, s: &SegmentEvent) {
@@ -668,7 +723,7 @@ fn track_sender(
         }
     }
     let bound = st.sender_jump_bound(peer_window, s.ts.0);
-    st.last_ts = Some(s.ts.0);
+    st.last_ts = OptTimestamp::some(s.ts);
     if s.flags.rst() {
         return;
     }
@@ -759,6 +814,18 @@ pub fn reasons(q: &CaptureQuality) -> Vec<QualityReason> {
             of_frames: q.frames,
         });
     }
+    if q.dns_truncated_frames > 0 {
+        out.push(QualityReason::DnsTruncated {
+            frames: q.dns_truncated_frames,
+            of_frames: q.dns_frames,
+        });
+    }
+    if q.icmp_quote_truncated > 0 {
+        out.push(QualityReason::IcmpQuoteTruncated {
+            frames: q.icmp_quote_truncated,
+            of_frames: q.icmp_errors,
+        });
+    }
     if q.one_sided_flows > 0 {
         out.push(QualityReason::OneSidedFlows {
             flows: q.one_sided_flows,
@@ -815,6 +882,18 @@ fn reason_report(r: &QualityReason) -> QualityReasonReport {
         },
         QualityReason::HeadersTruncated { frames, of_frames } => {
             QualityReasonReport::HeadersTruncated {
+                verdict,
+                frames,
+                of_frames,
+            }
+        }
+        QualityReason::DnsTruncated { frames, of_frames } => QualityReasonReport::DnsTruncated {
+            verdict,
+            frames,
+            of_frames,
+        },
+        QualityReason::IcmpQuoteTruncated { frames, of_frames } => {
+            QualityReasonReport::IcmpQuoteTruncated {
                 verdict,
                 frames,
                 of_frames,
@@ -915,7 +994,7 @@ mod tests {
     #[test]
     fn sender_jump_bound_grows_with_the_silence() {
         let at = |last: Option<i64>| DirState {
-            last_ts: last,
+            last_ts: last.map_or(OptTimestamp::NONE, |t| OptTimestamp::some(Timestamp(t))),
             ..DirState::default()
         };
         let cases: &[(Option<i64>, u64, i64, i64)] = &[
@@ -923,13 +1002,14 @@ mod tests {
             (None, 0, 1_000_000_000, 65_535),
             (None, 1 << 20, 1_000_000_000, 1 << 20),
             (Some(0), 65_536, 1_000, 65_536),
-            // 84 ms at 12.5 bytes/ns: fixtures/captures/capture-loss.pcap's
-            // 999,576-byte jump fits.
-            (Some(0), 65_536, 84_000_000, 1_050_000_000),
+            // 95 ms at 12.5 bytes/ns: fixtures/captures/capture-loss.pcap's
+            // 1,143,248-byte jump fits.
+            (Some(0), 65_536, 95_000_000, 1_073_741_824),
+            (Some(0), 65_536, 63_000_000, 787_500_000),
             (Some(0), 65_536, 10_000_000_000, MAX_GAP_BYTES),
             // A timestamp going backwards is no silence.
             (Some(5_000), 65_536, 1_000, 65_536),
-            (Some(i64::MIN), 0, i64::MAX, MAX_GAP_BYTES),
+            (Some(i64::MIN + 1), 0, i64::MAX, MAX_GAP_BYTES),
         ];
         for &(last, window, now, want) in cases {
             assert_eq!(

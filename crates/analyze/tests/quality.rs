@@ -179,6 +179,8 @@ fn kinds(report: &CaptureReport) -> Vec<&'static str> {
             QualityReasonReport::InterfaceDrops { .. } => "interface_drops",
             QualityReasonReport::CaptureLoss { .. } => "capture_loss",
             QualityReasonReport::HeadersTruncated { .. } => "headers_truncated",
+            QualityReasonReport::DnsTruncated { .. } => "dns_truncated",
+            QualityReasonReport::IcmpQuoteTruncated { .. } => "icmp_quote_truncated",
             QualityReasonReport::OneSidedFlows { .. } => "one_sided_flows",
             QualityReasonReport::TimestampsBackwards { .. } => "timestamps_backwards",
             QualityReasonReport::SameInterfaceDuplicates { .. } => "same_interface_duplicates",
@@ -230,42 +232,145 @@ fn two_interfaces_snaplen_200_is_trustworthy() {
     assert_eq!(dups, 131);
 }
 
-/// The real kernel, and a capture that lost frames itself
-/// (`fixtures/scripts/capture-loss.sh`): tcpdump stopped for 240 ms during a
-/// 4 MB upload and the kernel dropped 741 frames. A pcap file has no drop
-/// counters; the sequence numbers resume 999,576 bytes further on (frame
-/// 1821), past the 64 KB window, and the receiver acknowledges them: capture
-/// loss, not a new sequence space, so not trustworthy. Nothing was lost on
-/// the wire, so nothing is flagged.
+/// The real kernel, and captures that lost frames themselves
+/// (`fixtures/scripts/capture-loss.sh`): during a 4 MB upload, the
+/// sender's tcpdump stopped for 240 ms (the kernel dropped 846 frames) and
+/// the receiver's for 200 ms (556). A pcap file has no drop counters; the
+/// sequence numbers resume 1,143,248 (750,032) bytes further on, past the
+/// 64 KB window, and the receiver acknowledges them: capture loss, not a
+/// new sequence space, so not trustworthy. Nothing was lost on the wire, so
+/// nothing is flagged.
 #[test]
 fn a_capture_that_stopped_reading_is_not_trustworthy() {
-    let r = analyze_path(&fixtures_dir().join("capture-loss.pcap"), &with_flows());
-    let q = quality(&r);
-    assert_eq!(q.verdict, QualityVerdictReport::NotTrustworthy);
-    assert_eq!(kinds(&r), vec!["capture_loss", "headers_truncated"]);
-    assert_eq!(q.capture_loss_flows, 1);
-    assert!(
-        (999_576..1_100_000).contains(&q.capture_lost_bytes),
-        "{}",
-        q.capture_lost_bytes
-    );
-    assert_eq!(q.gap_bytes_filled_late, 0, "no network loss");
-    assert!(r.findings.is_empty(), "{:?}", r.findings);
-    let lossy: Vec<_> = r
-        .flows
+    for (file, lost) in [
+        ("capture-loss.pcap", 1_143_248),
+        ("capture-loss-server.pcap", 750_032),
+    ] {
+        let r = analyze_path(&fixtures_dir().join(file), &with_flows());
+        let q = quality(&r);
+        assert_eq!(q.verdict, QualityVerdictReport::NotTrustworthy, "{file}");
+        assert_eq!(
+            kinds(&r),
+            vec!["capture_loss", "headers_truncated"],
+            "{file}"
+        );
+        assert_eq!(q.capture_loss_flows, 1, "{file}");
+        assert_eq!(q.capture_lost_bytes, lost, "{file}");
+        assert_eq!(q.gap_bytes_filled_late, 0, "{file}: no network loss");
+        assert!(r.findings.is_empty(), "{file}: {:?}", r.findings);
+        let lossy: Vec<_> = r
+            .flows
+            .iter()
+            .filter(|f| {
+                f.capture_quality
+                    .as_ref()
+                    .is_some_and(|q| q.capture_lost_bytes > 0)
+            })
+            .map(|f| (f.client_port, f.server_port))
+            .collect();
+        assert_eq!(lossy, vec![(43399, 5201)], "{file}: the upload only");
+    }
+}
+
+/// Fixture `name` written again (as pcapng) with every frame cut to
+/// `snaplen` bytes, as `editcap -s` or a capture with that snaplen would.
+fn fixture_cut_to(name: &str, snaplen: usize) -> CaptureReport {
+    let src = fixtures_dir().join(name);
+    let mut reader = pcapsleuth_ingest::CaptureReader::open(&src).expect("open");
+    let mut w = Pcapng::little_endian();
+    let mut frames = Vec::new();
+    while let Some(f) = reader.next_frame().expect("read") {
+        let keep = f.data.len().min(snaplen);
+        frames.push((f.interface, f.ts.0, f.data[..keep].to_vec(), f.orig_len));
+    }
+    for i in reader.interfaces() {
+        let linktype = u16::try_from(i.linktype.0).expect("link type");
+        w.interface(&Interface {
+            tsresol: Some(9),
+            ..Interface::new(linktype)
+        });
+    }
+    for (interface, ts, data, orig_len) in &frames {
+        w.epb(interface.0, *ts as u64, data, *orig_len);
+    }
+    let path = temp_file(&format!("cut-{snaplen}-{name}.pcapng"), &w.into_bytes());
+    analyze_path(&path, &AnalyzeOptions::default())
+}
+
+/// `fixtures/captures/dns-timeout-any.pcapng` (88 DNS messages, 7
+/// findings) cut to `snaplen`.
+fn dns_fixture_cut_to(snaplen: usize) -> CaptureReport {
+    fixture_cut_to("dns-timeout-any.pcapng", snaplen)
+}
+
+/// The (frames, of_frames) of every `icmp_quote_truncated` reason.
+fn icmp_quote_cuts(r: &CaptureReport) -> Vec<(u64, u64)> {
+    quality(r)
+        .reasons
         .iter()
-        .filter(|f| {
-            f.capture_quality
-                .as_ref()
-                .is_some_and(|q| q.capture_lost_bytes > 0)
+        .filter_map(|q| match *q {
+            QualityReasonReport::IcmpQuoteTruncated {
+                frames, of_frames, ..
+            } => Some((frames, of_frames)),
+            _ => None,
         })
-        .map(|f| (f.client_port, f.server_port))
-        .collect();
-    assert_eq!(
-        lossy,
-        vec![(48819, 5201)],
-        "the upload, not the control flow"
+        .collect()
+}
+
+/// `fixtures/captures/frag-needed-router.pcap`: 20 ICMP errors, IPv4
+/// frag-needed and IPv6 Packet Too Big, two findings. Cut to 96 bytes
+/// (`tcpdump -s 96`), each Packet Too Big keeps 34 bytes of its quote, less
+/// than the quoted IPv6 header: which flow it is about is unknown, the IPv6
+/// finding is gone, and the report must say why. The IPv4 quotes (54 bytes)
+/// keep their ports.
+#[test]
+fn icmp_errors_cut_inside_their_quote_are_said() {
+    let whole = fixture_cut_to("frag-needed-router.pcap", usize::MAX);
+    assert_eq!(whole.findings.len(), 2);
+    assert!(icmp_quote_cuts(&whole).is_empty(), "{:?}", kinds(&whole));
+    let r = fixture_cut_to("frag-needed-router.pcap", 96);
+    assert_eq!(r.findings.len(), 1);
+    assert_eq!(quality(&r).verdict, QualityVerdictReport::UseWithCare);
+    assert_eq!(kinds(&r), vec!["icmp_quote_truncated"]);
+    assert_eq!(icmp_quote_cuts(&r), vec![(10, 20)]);
+}
+
+/// A snaplen that cuts DNS messages before the end of their question hides
+/// the lookups from `dns-timeout`: the report must say so rather than
+/// present "no finding" as a clean bill. Under `-i any` (16-byte SLL
+/// header) over IPv6, 80 bytes leave 16 of each message: the header and
+/// part of the name. 100 bytes cut answers but keep every question: the
+/// six findings stay and nothing is said.
+#[test]
+fn dns_messages_cut_before_their_question_are_said() {
+    let whole = dns_fixture_cut_to(usize::MAX);
+    assert_eq!(whole.findings.len(), 7);
+    assert!(
+        !kinds(&whole).contains(&"dns_truncated"),
+        "{:?}",
+        kinds(&whole)
     );
+
+    let r = dns_fixture_cut_to(100);
+    assert_eq!(r.findings.len(), 7, "questions intact: the same findings");
+    assert!(!kinds(&r).contains(&"dns_truncated"), "{:?}", kinds(&r));
+
+    for (snaplen, cut) in [(80, 74), (70, 88)] {
+        let r = dns_fixture_cut_to(snaplen);
+        assert_eq!(quality(&r).verdict, QualityVerdictReport::UseWithCare);
+        let got: Vec<(u64, u64)> = quality(&r)
+            .reasons
+            .iter()
+            .filter_map(|q| match *q {
+                QualityReasonReport::DnsTruncated {
+                    frames, of_frames, ..
+                } => Some((frames, of_frames)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(got, vec![(cut, 88)], "snaplen {snaplen}");
+        assert!(r.findings.len() < 7, "snaplen {snaplen}: lookups hidden");
+    }
 }
 
 /// The shared corpus, or `None` after printing SKIP (panics under CI).

@@ -97,6 +97,28 @@ pub enum QualityReason {
         /// All frames.
         of_frames: u64,
     },
+    /// snaplen cut DNS messages (UDP, port 53) before the end of their
+    /// first question: the DNS detectors (`dns-timeout`, the DNS answers of
+    /// `dual-stack-latency`) cannot read them, so their lookups are not
+    /// examined at all. `tcpdump -s 96` on IPv6 under `-i any` does it to
+    /// any name longer than a few bytes.
+    DnsTruncated {
+        /// DNS messages cut before the end of their first question.
+        frames: u64,
+        /// All DNS messages.
+        of_frames: u64,
+    },
+    /// snaplen cut ICMP/ICMPv6 errors (frag-needed, Packet Too Big,
+    /// unreachable, time exceeded) inside the packet they quote, before its
+    /// ports: the detectors cannot tell which flow an error is about
+    /// (`frag-needed`, `mss-blackhole`). `tcpdump -s 96` on IPv6 does it to
+    /// every Packet Too Big (14 + 40 + 8 bytes leave 34 of the quote).
+    IcmpQuoteTruncated {
+        /// ICMP errors whose quote was cut before its ports.
+        frames: u64,
+        /// All ICMP errors.
+        of_frames: u64,
+    },
     /// TCP flows of which only one direction was captured although the
     /// captured side acknowledges the other's bytes (asymmetric routing, a
     /// one-way filter or a mirror port that sees one direction).
@@ -282,6 +304,17 @@ pub struct CaptureQuality {
     pub payload_truncated_frames: u64,
     /// Frames cut by snaplen inside a header.
     pub header_truncated_frames: u64,
+    /// UDP datagrams to or from port 53 (DNS messages), duplicate
+    /// sightings included.
+    pub dns_frames: u64,
+    /// Of those, datagrams that snaplen cut before the end of their first
+    /// question (header and question are what the DNS detectors read).
+    pub dns_truncated_frames: u64,
+    /// ICMP/ICMPv6 errors (which quote a packet).
+    pub icmp_errors: u64,
+    /// Of those, errors in frames snaplen cut whose quote lacks the quoted
+    /// IP header or, for TCP and UDP, the ports.
+    pub icmp_quote_truncated: u64,
     /// One-sided TCP flows.
     pub one_sided_flows: u64,
     /// TCP flows.

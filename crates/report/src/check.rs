@@ -1,6 +1,7 @@
 //! `pcapsleuth check`: one summary line per capture.
 
 use crate::model::CaptureReport;
+use crate::wire::{QualityReasonReport, QualityVerdictReport};
 use pcapsleuth_core::Severity;
 
 /// The `pcapsleuth check` line for one capture, and whether it fails
@@ -11,7 +12,12 @@ use pcapsleuth_core::Severity;
 /// capture read in full but analysed only in part (a flow-table cap or a
 /// detector's memory bound reached: the `flow_cap`, `unacked_segment_cap`
 /// and `detector_limit` warnings) says `analysed in part` with how many of
-/// each; that alone does not fail the gate.
+/// each; that alone does not fail the gate. A capture whose
+/// [`CaptureReport::capture_quality`] verdict is not `trustworthy` says
+/// `capture quality VERDICT: reasons` (as `analyze` does; a read stopped
+/// early is already said by `INCOMPLETE`), so that findings, or their
+/// absence, are not taken at face value; that alone does not fail the gate
+/// either.
 pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, bool) {
     let count = |s: Severity| c.findings.iter().filter(|f| f.severity == s).count();
     let failing: Vec<&str> = {
@@ -34,6 +40,7 @@ pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, boo
         count(Severity::Info)
     );
     counts.push_str(&analysed_in_part(c));
+    counts.push_str(&quality_note(c));
     // A read error does not discard what was analysed before it: the line
     // says ERROR (exit 2 wins) but still counts and names the findings.
     let verdict = match (&c.error, failing.is_empty()) {
@@ -65,6 +72,34 @@ pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, boo
             true,
         )
     }
+}
+
+/// `"; capture quality not_trustworthy: 606780 B acknowledged but never
+/// captured in 1 flow (captured 3537793 B)"` when the capture's verdict is
+/// not trustworthy for a reason other than the read stopping early, else
+/// empty.
+fn quality_note(c: &CaptureReport) -> String {
+    let Some(q) = c
+        .capture_quality
+        .as_ref()
+        .filter(|q| q.verdict != QualityVerdictReport::Trustworthy)
+    else {
+        return String::new();
+    };
+    let reasons: Vec<String> = q
+        .reasons
+        .iter()
+        .filter(|r| !matches!(r, QualityReasonReport::ReadIncomplete { .. }))
+        .map(QualityReasonReport::describe)
+        .collect();
+    if reasons.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; capture quality {}: {}",
+        q.verdict.as_str(),
+        reasons.join("; ")
+    )
 }
 
 /// `"; analysed in part: 2 detector_limit warnings, 1 flow_cap warning"`
@@ -156,6 +191,45 @@ mod tests {
             )
         );
         c.warnings.clear();
+        // A verdict other than trustworthy is said; it does not fail by itself.
+        c.capture_quality = Some(crate::CaptureQualityReport {
+            verdict: QualityVerdictReport::NotTrustworthy,
+            reasons: vec![
+                QualityReasonReport::CaptureLoss {
+                    verdict: QualityVerdictReport::NotTrustworthy,
+                    flows: 1,
+                    bytes: 606_780,
+                    captured_bytes: 3_537_793,
+                },
+                QualityReasonReport::ReadIncomplete {
+                    verdict: QualityVerdictReport::UseWithCare,
+                    frames: 3,
+                },
+            ],
+            frames: 3,
+            tcp_flows: 1,
+            duplicates_same_interface: 0,
+            duplicates_other_interface: 0,
+            capture_lost_bytes: 606_780,
+            capture_loss_flows: 1,
+            captured_payload_bytes: 3_537_793,
+            gap_bytes_filled_late: 0,
+            payload_truncated_frames: 0,
+            header_truncated_frames: 0,
+            one_sided_flows: 0,
+            backwards_across_interfaces: 0,
+            max_backwards_across_ns: 0,
+            interfaces: vec![],
+        });
+        assert_eq!(
+            render_check_line(&c, Severity::Error),
+            (
+                "a.pcap: ok: 1 finding (0 error, 1 warning, 0 info); capture quality not_trustworthy: 606780 B acknowledged but never captured in 1 flow (captured 3537793 B)"
+                    .into(),
+                false
+            )
+        );
+        c.capture_quality = None;
         c.incomplete = Some(crate::WarningReport {
             kind: crate::WarningKindReport::TruncatedRecord,
             offset: 2980,

@@ -106,6 +106,8 @@
 //! | `interface_drops` | `interface`, `dropped` (`isb_ifdrop` + `isb_osdrop`), `captured` (frames) | `not_trustworthy` when `dropped` ≥ 1 % of `dropped + captured`, else `use_with_care` |
 //! | `capture_loss` | `flows`, `bytes`, `captured_bytes` | `not_trustworthy` when `bytes` ≥ 1 % of `bytes + captured_bytes`, else `use_with_care` |
 //! | `headers_truncated` | `frames`, `of_frames` | `not_trustworthy` at ≥ 10 % of the frames, else `use_with_care` |
+//! | `dns_truncated` | `frames` (DNS messages, UDP port 53, that snaplen cut before the end of their first question), `of_frames` (all DNS messages) | `use_with_care`: the DNS detectors cannot read those messages, so their lookups are not examined (since 1.2) |
+//! | `icmp_quote_truncated` | `frames` (ICMP/ICMPv6 errors whose quoted packet snaplen cut before the quoted IP header or its ports), `of_frames` (all ICMP errors) | `use_with_care`: which flow those errors are about is unknown to `frag-needed` and `mss-blackhole` (since 1.2) |
 //! | `one_sided_flows` | `flows`, `of_flows` | `use_with_care` |
 //! | `timestamps_backwards` | `interface`, `frames`, `max_back_ns` | `use_with_care`; only when a step back on one interface exceeds 1 ms (per-CPU timestamping steps back by µs) |
 //! | `same_interface_duplicates` | `frames` | `use_with_care` |

@@ -421,6 +421,26 @@ pub enum QualityReasonReport {
         /// All frames.
         of_frames: u64,
     },
+    /// snaplen cut DNS messages (UDP port 53) before the end of their first
+    /// question: the DNS detectors could not read them.
+    DnsTruncated {
+        /// What this reason alone makes of the capture.
+        verdict: QualityVerdictReport,
+        /// DNS messages cut before the end of their first question.
+        frames: u64,
+        /// All DNS messages.
+        of_frames: u64,
+    },
+    /// snaplen cut ICMP errors inside their quote, before the quoted
+    /// ports: which flow they are about is unknown.
+    IcmpQuoteTruncated {
+        /// What this reason alone makes of the capture.
+        verdict: QualityVerdictReport,
+        /// ICMP errors whose quote was cut before its ports.
+        frames: u64,
+        /// All ICMP errors.
+        of_frames: u64,
+    },
     /// TCP flows captured in one direction only, whose captured side
     /// acknowledges the other's bytes.
     OneSidedFlows {
@@ -465,6 +485,8 @@ impl QualityReasonReport {
             QualityReasonReport::InterfaceDrops { verdict, .. }
             | QualityReasonReport::CaptureLoss { verdict, .. }
             | QualityReasonReport::HeadersTruncated { verdict, .. }
+            | QualityReasonReport::DnsTruncated { verdict, .. }
+            | QualityReasonReport::IcmpQuoteTruncated { verdict, .. }
             | QualityReasonReport::OneSidedFlows { verdict, .. }
             | QualityReasonReport::TimestampsBackwards { verdict, .. }
             | QualityReasonReport::SameInterfaceDuplicates { verdict, .. }
@@ -498,6 +520,16 @@ impl QualityReasonReport {
             QualityReasonReport::HeadersTruncated {
                 frames, of_frames, ..
             } => format!("snaplen cut headers of {frames} of {of_frames} frames"),
+            QualityReasonReport::DnsTruncated {
+                frames, of_frames, ..
+            } => format!(
+                "snaplen cut {frames} of {of_frames} DNS messages before their question (their lookups are not examined)"
+            ),
+            QualityReasonReport::IcmpQuoteTruncated {
+                frames, of_frames, ..
+            } => format!(
+                "snaplen cut the quoted packet of {frames} of {of_frames} ICMP errors before its ports (their flows are not known)"
+            ),
             QualityReasonReport::OneSidedFlows {
                 flows, of_flows, ..
             } => format!("{flows} of {of_flows} TCP flows captured one way only"),
