@@ -189,6 +189,19 @@ fn kinds(report: &CaptureReport) -> Vec<&'static str> {
         .collect()
 }
 
+/// The flows of `report` with bytes acknowledged but never captured.
+fn lossy_flows(report: &CaptureReport) -> Vec<&pcapsleuth_report::FlowReport> {
+    report
+        .flows
+        .iter()
+        .filter(|f| {
+            f.capture_quality
+                .as_ref()
+                .is_some_and(|q| q.capture_lost_bytes > 0)
+        })
+        .collect()
+}
+
 fn with_flows() -> AnalyzeOptions {
     AnalyzeOptions {
         with_flows: true,
@@ -258,14 +271,8 @@ fn a_capture_that_stopped_reading_is_not_trustworthy() {
         assert_eq!(q.capture_lost_bytes, lost, "{file}");
         assert_eq!(q.gap_bytes_filled_late, 0, "{file}: no network loss");
         assert!(r.findings.is_empty(), "{file}: {:?}", r.findings);
-        let lossy: Vec<_> = r
-            .flows
+        let lossy: Vec<_> = lossy_flows(&r)
             .iter()
-            .filter(|f| {
-                f.capture_quality
-                    .as_ref()
-                    .is_some_and(|q| q.capture_lost_bytes > 0)
-            })
             .map(|f| (f.client_port, f.server_port))
             .collect();
         assert_eq!(lossy, vec![(43399, 5201)], "{file}: the upload only");
@@ -527,16 +534,7 @@ fn real_capture_loss_one_dropped_response() {
     let q = quality(&r);
     assert_eq!(q.verdict, QualityVerdictReport::UseWithCare);
     assert_eq!((q.capture_loss_flows, q.capture_lost_bytes), (1, 238));
-    let lossy: Vec<_> = r
-        .flows
-        .iter()
-        .filter(|f| {
-            f.capture_quality
-                .as_ref()
-                .is_some_and(|q| q.capture_lost_bytes > 0)
-        })
-        .collect();
-    assert_eq!(lossy.len(), 1);
+    assert_eq!(lossy_flows(&r).len(), 1);
 }
 
 /// Network loss before the capture point (lab capture on the receiving
