@@ -5,7 +5,7 @@ use crate::{Out, Threshold, EXIT_FINDINGS, EXIT_INPUT, EXIT_OK};
 use clap::{CommandFactory, ValueEnum};
 use pcapsleuth_report::{
     merge_reports, parse_report, render_github, render_json, render_jsonl, render_junit,
-    render_markdown, render_text, TextOptions,
+    render_markdown, render_text, CheckGate, TextOptions,
 };
 use std::path::{Path, PathBuf};
 
@@ -139,8 +139,16 @@ pub fn cmd_merge(a: MergeArgs<'_>) -> i32 {
         MergeFormat::Jsonl => out.put(&render_jsonl(&report)),
         MergeFormat::Markdown => out.put(&render_markdown(&report)),
         MergeFormat::Html => out.put(&pcapsleuth_html::render_html(&report, &[])),
-        MergeFormat::Junit => out.put(&render_junit(&report, threshold, false)),
-        MergeFormat::Github => out.put(&render_github(&report, threshold, false)),
+        MergeFormat::Junit => out.put(&render_junit(
+            &report,
+            &CheckGate::findings(threshold),
+            false,
+        )),
+        MergeFormat::Github => out.put(&render_github(
+            &report,
+            &CheckGate::findings(threshold),
+            false,
+        )),
         MergeFormat::Parquet => {
             if let Err(code) = crate::put_parquet(&mut out, &report, false) {
                 return code;

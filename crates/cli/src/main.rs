@@ -26,7 +26,8 @@ use pcapsleuth_core::Severity;
 use pcapsleuth_report::{
     render_capture_jsonl, render_capture_text, render_check_line, render_detector_list,
     render_explain, render_flows_text, render_github, render_junit, render_markdown,
-    write_flows_json, write_json, CaptureReport, DetectorDoc, Report, TextOptions, SCHEMA_VERSION,
+    write_flows_json, write_json, CaptureReport, CheckGate, DetectorDoc, QualityVerdictReport,
+    Report, TextOptions, SCHEMA_VERSION,
 };
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -116,6 +117,24 @@ pub(crate) enum Threshold {
     Error,
 }
 
+/// `--fail-on-quality`: the capture-quality verdict from which `check` fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum QualityThreshold {
+    /// Fail captures judged "use with care" or "not trustworthy".
+    UseWithCare,
+    /// Fail captures judged "not trustworthy".
+    NotTrustworthy,
+}
+
+impl QualityThreshold {
+    fn verdict(self) -> QualityVerdictReport {
+        match self {
+            QualityThreshold::UseWithCare => QualityVerdictReport::UseWithCare,
+            QualityThreshold::NotTrustworthy => QualityVerdictReport::NotTrustworthy,
+        }
+    }
+}
+
 impl Threshold {
     pub(crate) fn severity(self) -> Severity {
         match self {
@@ -173,6 +192,7 @@ enum Cmd {
     #[command(after_help = "Examples:
   pcapsleuth check captures/
   pcapsleuth check --fail-on error --format junit -o junit.xml captures/
+  pcapsleuth check --fail-on-quality not-trustworthy captures/   # also fail captures that lost packets themselves
   pcapsleuth check --format github captures/            # annotations in a GitHub workflow
   pcapsleuth check --shard ci --format json -o shard.json captures/   # GitLab parallel: N
   pcapsleuth report merge --format junit -o junit.xml shard-*.json")]
@@ -180,6 +200,11 @@ enum Cmd {
         /// Lowest severity that fails the check.
         #[arg(long, value_enum, default_value_t = Threshold::Warning)]
         fail_on: Threshold,
+        /// Also fail (exit 1) a capture whose capture-quality verdict is this
+        /// or worse: the capture itself lost, cut or doubled enough that its
+        /// findings, or their absence, cannot be taken at face value.
+        #[arg(long, value_enum, value_name = "VERDICT")]
+        fail_on_quality: Option<QualityThreshold>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
         format: CheckFormat,
@@ -376,6 +401,7 @@ fn main() {
         },
         Cmd::Check {
             fail_on,
+            fail_on_quality,
             format,
             output,
             filters,
@@ -396,6 +422,7 @@ fn main() {
                 };
                 let gate = Gate {
                     fail_on,
+                    fail_on_quality,
                     allow_incomplete,
                     format,
                 };
@@ -463,8 +490,19 @@ struct Batch {
 /// `check`'s gate and output format.
 struct Gate {
     fail_on: Threshold,
+    fail_on_quality: Option<QualityThreshold>,
     allow_incomplete: bool,
     format: CheckFormat,
+}
+
+impl Gate {
+    /// The report crate's form of the gate.
+    fn check_gate(&self) -> CheckGate {
+        CheckGate {
+            fail_on: self.fail_on.severity(),
+            fail_on_quality: self.fail_on_quality.map(QualityThreshold::verdict),
+        }
+    }
 }
 
 /// Refuse to write a binary format (Parquet, HTML) to a terminal.
@@ -806,7 +844,7 @@ fn cmd_check(gate: &Gate, output: Option<&Path>, run: &Batch, inputs: &[PathBuf]
     if let Err(code) = check_not_an_input(output, &paths) {
         return code;
     }
-    let threshold = gate.fail_on.severity();
+    let check_gate = gate.check_gate();
     let mut out = match Out::open(output) {
         Ok(o) => o,
         Err(code) => return code,
@@ -814,7 +852,7 @@ fn cmd_check(gate: &Gate, output: Option<&Path>, run: &Batch, inputs: &[PathBuf]
     let mut failed = false;
     let mut captures = Vec::new();
     let res = analyze_inputs(&paths, &AnalyzeOptions::default(), run, |c| {
-        let (line, fails) = render_check_line(&c, threshold);
+        let (line, fails) = render_check_line(&c, &check_gate);
         // A capture read only in part fails the gate like an unreadable one.
         let bad = c.error.is_some() || (c.incomplete.is_some() && !gate.allow_incomplete);
         unreadable |= bad;
@@ -838,8 +876,8 @@ fn cmd_check(gate: &Gate, output: Option<&Path>, run: &Batch, inputs: &[PathBuf]
     match gate.format {
         CheckFormat::Text => {}
         CheckFormat::Json => out.put_with(|w| write_json(&report, w)),
-        CheckFormat::Junit => out.put(&render_junit(&report, threshold, gate.allow_incomplete)),
-        CheckFormat::Github => out.put(&render_github(&report, threshold, gate.allow_incomplete)),
+        CheckFormat::Junit => out.put(&render_junit(&report, &check_gate, gate.allow_incomplete)),
+        CheckFormat::Github => out.put(&render_github(&report, &check_gate, gate.allow_incomplete)),
     }
     if unreadable {
         EXIT_INPUT

@@ -62,6 +62,87 @@ fn check_exit_0_when_nothing_reaches_threshold() {
     );
 }
 
+/// `fixtures/captures/capture-loss.pcap` (tcpdump stopped reading for
+/// 240 ms: not trustworthy, no finding): `check` says the verdict and, only
+/// with `--fail-on-quality`, fails on it, in every format.
+#[test]
+fn check_fails_on_capture_quality_only_when_asked() {
+    const LOSS: &str = "fixtures/captures/capture-loss.pcap";
+    let o = run(&["check", LOSS]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let out = stdout(&o);
+    assert!(out.starts_with(&format!("{LOSS}: ok: 0 findings")), "{out}");
+    assert!(
+        out.contains("capture quality not_trustworthy: 1143248 B acknowledged"),
+        "{out}"
+    );
+
+    for at in ["not-trustworthy", "use-with-care"] {
+        let o = run(&["check", "--fail-on-quality", at, LOSS]);
+        assert_eq!(o.status.code(), Some(1), "{at}: {o:?}");
+        let out = stdout(&o);
+        assert!(
+            out.starts_with(&format!("{LOSS}: FAIL: 0 findings")),
+            "{out}"
+        );
+        assert!(
+            out.trim_end().ends_with(&format!(
+                "capture quality not_trustworthy fails --fail-on-quality {at}"
+            )),
+            "{out}"
+        );
+    }
+    // A trustworthy capture passes the quality gate.
+    let o = run(&[
+        "check",
+        "--fail-on-quality",
+        "use-with-care",
+        "fixtures/captures/two-interfaces.pcapng",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+
+    let o = run(&[
+        "check",
+        "--fail-on-quality",
+        "not-trustworthy",
+        "--format",
+        "junit",
+        LOSS,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let xml = stdout(&o);
+    assert!(xml.contains("failures=\"1\" errors=\"0\""), "{xml}");
+    assert!(
+        xml.contains("<failure type=\"capture_quality\" message=\"not_trustworthy: 1143248 B"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<property name=\"fail_on_quality\" value=\"not_trustworthy\"/>"),
+        "{xml}"
+    );
+
+    let o = run(&[
+        "check",
+        "--fail-on-quality",
+        "not-trustworthy",
+        "--format",
+        "github",
+        LOSS,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let gh = stdout(&o);
+    assert!(
+        gh.starts_with(&format!(
+            "::error file={LOSS},title=pcapsleuth%3A capture quality not_trustworthy::1143248 B"
+        )),
+        "{gh}"
+    );
+    // Without the option the same capture makes no annotation but the totals.
+    let o = run(&["check", "--format", "github", LOSS]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
+}
+
 #[test]
 fn check_exit_1_when_a_finding_reaches_threshold() {
     let o = run(&["check", SYN_DROPS]);

@@ -4,8 +4,49 @@ use crate::model::CaptureReport;
 use crate::wire::{QualityReasonReport, QualityVerdictReport};
 use pcapsleuth_core::Severity;
 
-/// The `pcapsleuth check` line for one capture, and whether it fails
-/// `threshold` (a finding at or above it). A read error does not hide the
+/// What fails `pcapsleuth check` (and its JUnit and GitHub forms): a
+/// finding of severity `fail_on` or above; with `fail_on_quality`, a
+/// capture whose [`CaptureReport::capture_quality`] verdict is that one or
+/// worse (`--fail-on-quality`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckGate {
+    /// Lowest finding severity that fails (`--fail-on`).
+    pub fail_on: Severity,
+    /// Capture-quality verdict from which a capture fails, if any
+    /// (`--fail-on-quality`; `None`: the verdict never fails).
+    pub fail_on_quality: Option<QualityVerdictReport>,
+}
+
+impl CheckGate {
+    /// The gate of `--fail-on SEVERITY` alone.
+    pub fn findings(fail_on: Severity) -> CheckGate {
+        CheckGate {
+            fail_on,
+            fail_on_quality: None,
+        }
+    }
+
+    /// The findings of `c` at or above [`CheckGate::fail_on`].
+    pub fn failing<'a>(&self, c: &'a CaptureReport) -> Vec<&'a pcapsleuth_core::Finding> {
+        c.findings
+            .iter()
+            .filter(|f| f.severity >= self.fail_on)
+            .collect()
+    }
+
+    /// The verdict of `c` when it fails [`CheckGate::fail_on_quality`].
+    pub fn failing_quality(&self, c: &CaptureReport) -> Option<QualityVerdictReport> {
+        let at = self.fail_on_quality?;
+        c.capture_quality
+            .as_ref()
+            .map(|q| q.verdict)
+            .filter(|v| *v >= at && *v != QualityVerdictReport::Trustworthy)
+    }
+}
+
+/// The `pcapsleuth check` line for one capture, and whether it fails `gate`
+/// (a finding at or above its severity, or with `--fail-on-quality` a
+/// verdict at or below its trust). A read error does not hide the
 /// findings made before it: the line says `ERROR: …` and still counts them;
 /// a capture read only in part ([`CaptureReport::incomplete`]) says
 /// `INCOMPLETE: read N frames, then stopped at byte B (frame F): why`. A
@@ -16,21 +57,21 @@ use pcapsleuth_core::Severity;
 /// [`CaptureReport::capture_quality`] verdict is not `trustworthy` says
 /// `capture quality VERDICT: reasons` (as `analyze` does; a read stopped
 /// early is already said by `INCOMPLETE`), so that findings, or their
-/// absence, are not taken at face value; that alone does not fail the gate
-/// either.
-pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, bool) {
+/// absence, are not taken at face value; that fails the gate only with
+/// [`CheckGate::fail_on_quality`].
+pub fn render_check_line(c: &CaptureReport, gate: &CheckGate) -> (String, bool) {
     let count = |s: Severity| c.findings.iter().filter(|f| f.severity == s).count();
     let failing: Vec<&str> = {
-        let mut ids: Vec<&str> = c
-            .findings
+        let mut ids: Vec<&str> = gate
+            .failing(c)
             .iter()
-            .filter(|f| f.severity >= threshold)
             .map(|f| f.detector.as_str())
             .collect();
         ids.sort_unstable();
         ids.dedup();
         ids
     };
+    let bad_quality = gate.failing_quality(c);
     let mut counts = format!(
         "{} finding{} ({} error, {} warning, {} info)",
         c.findings.len(),
@@ -41,9 +82,10 @@ pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, boo
     );
     counts.push_str(&analysed_in_part(c));
     counts.push_str(&quality_note(c));
+    let fails = !failing.is_empty() || bad_quality.is_some();
     // A read error does not discard what was analysed before it: the line
     // says ERROR (exit 2 wins) but still counts and names the findings.
-    let verdict = match (&c.error, failing.is_empty()) {
+    let verdict = match (&c.error, fails) {
         (Some(e), _) => format!("ERROR: {e}; {counts}"),
         (None, _) if c.incomplete.is_some() => {
             let w = c.incomplete.as_ref().map_or(String::new(), |w| {
@@ -56,22 +98,25 @@ pub fn render_check_line(c: &CaptureReport, threshold: Severity) -> (String, boo
                 if c.packets == 1 { "" } else { "s" }
             )
         }
-        (None, true) => format!("ok: {counts}"),
-        (None, false) => format!("FAIL: {counts}"),
+        (None, false) => format!("ok: {counts}"),
+        (None, true) => format!("FAIL: {counts}"),
     };
-    if failing.is_empty() {
-        (format!("{}: {verdict}", c.path), false)
-    } else {
-        (
-            format!(
-                "{}: {verdict}; at or above {}: {}",
-                c.path,
-                threshold.as_str(),
-                failing.join(", ")
-            ),
-            true,
-        )
+    let mut line = format!("{}: {verdict}", c.path);
+    if !failing.is_empty() {
+        line.push_str(&format!(
+            "; at or above {}: {}",
+            gate.fail_on.as_str(),
+            failing.join(", ")
+        ));
     }
+    if let (Some(v), Some(at)) = (bad_quality, gate.fail_on_quality) {
+        line.push_str(&format!(
+            "; capture quality {} fails --fail-on-quality {}",
+            v.as_str(),
+            at.as_str().replace('_', "-")
+        ));
+    }
+    (line, fails)
 }
 
 /// `"; capture quality not_trustworthy: 606780 B acknowledged but never
@@ -150,7 +195,7 @@ mod tests {
             sources: vec![],
         };
         assert_eq!(
-            render_check_line(&c, Severity::Info),
+            render_check_line(&c, &CheckGate::findings(Severity::Info)),
             (
                 "a.pcap: ok: 0 findings (0 error, 0 warning, 0 info)".into(),
                 false
@@ -162,11 +207,11 @@ mod tests {
                 .frames(vec![1u64])
                 .build(),
         );
-        assert!(render_check_line(&c, Severity::Warning).1);
-        assert!(render_check_line(&c, Severity::Info).1);
-        assert!(!render_check_line(&c, Severity::Error).1);
+        assert!(render_check_line(&c, &CheckGate::findings(Severity::Warning)).1);
+        assert!(render_check_line(&c, &CheckGate::findings(Severity::Info)).1);
+        assert!(!render_check_line(&c, &CheckGate::findings(Severity::Error)).1);
         assert_eq!(
-            render_check_line(&c, Severity::Warning).0,
+            render_check_line(&c, &CheckGate::findings(Severity::Warning)).0,
             "a.pcap: FAIL: 1 finding (0 error, 1 warning, 0 info); at or above warning: zero-window"
         );
         // Read in full, analysed in part: said, does not fail by itself.
@@ -183,7 +228,7 @@ mod tests {
             limit(crate::WarningKindReport::DetectorLimit),
         ];
         assert_eq!(
-            render_check_line(&c, Severity::Error),
+            render_check_line(&c, &CheckGate::findings(Severity::Error)),
             (
                 "a.pcap: ok: 1 finding (0 error, 1 warning, 0 info); analysed in part: 2 detector_limit warnings, 1 flow_cap warning"
                     .into(),
@@ -222,14 +267,34 @@ mod tests {
             interfaces: vec![],
         });
         assert_eq!(
-            render_check_line(&c, Severity::Error),
+            render_check_line(&c, &CheckGate::findings(Severity::Error)),
             (
                 "a.pcap: ok: 1 finding (0 error, 1 warning, 0 info); capture quality not_trustworthy: 606780 B acknowledged but never captured in 1 flow (captured 3537793 B)"
                     .into(),
                 false
             )
         );
+        // With --fail-on-quality, a verdict at or past it fails the gate.
+        let gate = |q| CheckGate {
+            fail_on: Severity::Error,
+            fail_on_quality: Some(q),
+        };
+        assert_eq!(
+            render_check_line(&c, &gate(QualityVerdictReport::UseWithCare)),
+            (
+                "a.pcap: FAIL: 1 finding (0 error, 1 warning, 0 info); capture quality not_trustworthy: 606780 B acknowledged but never captured in 1 flow (captured 3537793 B); capture quality not_trustworthy fails --fail-on-quality use-with-care"
+                    .into(),
+                true
+            )
+        );
+        assert!(render_check_line(&c, &gate(QualityVerdictReport::NotTrustworthy)).1);
+        if let Some(q) = c.capture_quality.as_mut() {
+            q.verdict = QualityVerdictReport::UseWithCare;
+        }
+        assert!(!render_check_line(&c, &gate(QualityVerdictReport::NotTrustworthy)).1);
+        assert!(render_check_line(&c, &gate(QualityVerdictReport::UseWithCare)).1);
         c.capture_quality = None;
+        assert!(!render_check_line(&c, &gate(QualityVerdictReport::UseWithCare)).1);
         c.incomplete = Some(crate::WarningReport {
             kind: crate::WarningKindReport::TruncatedRecord,
             offset: 2980,
@@ -237,7 +302,7 @@ mod tests {
             message: "capture cut short".into(),
         });
         assert_eq!(
-            render_check_line(&c, Severity::Error),
+            render_check_line(&c, &CheckGate::findings(Severity::Error)),
             (
                 "a.pcap: INCOMPLETE: read 3 frames, then stopped at byte 2980 (frame 4): capture cut short; 1 finding (0 error, 1 warning, 0 info)"
                     .into(),
@@ -246,7 +311,7 @@ mod tests {
         );
         c.error = Some("boom".into());
         assert_eq!(
-            render_check_line(&c, Severity::Info),
+            render_check_line(&c, &CheckGate::findings(Severity::Info)),
             (
                 "a.pcap: ERROR: boom; 1 finding (0 error, 1 warning, 0 info); at or above info: zero-window"
                     .into(),

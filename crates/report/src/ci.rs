@@ -1,21 +1,24 @@
 //! CI renderers of `pcapsleuth check`: JUnit XML (GitLab, Jenkins, Azure
 //! DevOps and GitHub test reporters) and GitHub Actions workflow commands.
 //!
-//! Both apply the `check` gate: a finding fails when its severity is at or
-//! above the threshold (`--fail-on`); a capture that could not be read (or
-//! was read only in part, unless allowed) is an error.
+//! Both apply the `check` gate ([`CheckGate`]): a finding fails when its
+//! severity is at or above the threshold (`--fail-on`), and with
+//! `--fail-on-quality` a capture whose capture-quality verdict reaches it
+//! fails; a capture that could not be read (or was read only in part,
+//! unless allowed) is an error.
 
+use crate::check::CheckGate;
 use crate::common::flow;
 use crate::model::{CaptureReport, Report, TOOL_VERSION};
+use crate::text::quality_reasons;
 use pcapsleuth_core::{Finding, Severity};
 use std::fmt::Write as _;
 
-/// What the gate makes of one capture.
-fn failing(c: &CaptureReport, threshold: Severity) -> Vec<&Finding> {
-    c.findings
-        .iter()
-        .filter(|f| f.severity >= threshold)
-        .collect()
+/// Why `c` fails `gate` on its capture quality: `(verdict, reasons)`.
+fn quality_failure(c: &CaptureReport, gate: &CheckGate) -> Option<(&'static str, String)> {
+    let v = gate.failing_quality(c)?;
+    let reasons = c.capture_quality.as_ref().map(quality_reasons)?;
+    Some((v.as_str(), reasons))
 }
 
 /// Escape text for an XML 1.0 attribute value or text node; characters XML
@@ -63,10 +66,14 @@ fn finding_details(f: &Finding) -> String {
 /// message="SEVERITY: SUMMARY">` per finding at or above `threshold` (the
 /// body: summary, flow, Wireshark filter, stream filter, remedy), and an
 /// `<error>` when the capture could not be read (or, unless
-/// `allow_incomplete`, was read only in part). Findings below the threshold
+/// `allow_incomplete`, was read only in part), and with
+/// [`CheckGate::fail_on_quality`] a `<failure type="capture_quality"
+/// message="VERDICT: reasons">` for a capture whose verdict reaches it.
+/// Findings below the threshold
 /// are listed in `<system-out>`. No times or host names: the output is
 /// deterministic. Valid against Jenkins' `junit-10.xsd`.
-pub fn render_junit(report: &Report, threshold: Severity, allow_incomplete: bool) -> String {
+pub fn render_junit(report: &Report, gate: &CheckGate, allow_incomplete: bool) -> String {
+    let threshold = gate.fail_on;
     let mut cases = String::new();
     let (mut failures, mut errors) = (0usize, 0usize);
     for c in &report.captures {
@@ -75,9 +82,17 @@ pub fn render_junit(report: &Report, threshold: Severity, allow_incomplete: bool
             cases,
             "    <testcase name=\"{path}\" classname=\"pcapsleuth\" file=\"{path}\">"
         );
-        let fails = failing(c, threshold);
-        if !fails.is_empty() {
+        let fails = gate.failing(c);
+        let bad_quality = quality_failure(c, gate);
+        if !fails.is_empty() || bad_quality.is_some() {
             failures += 1;
+        }
+        if let Some((verdict, reasons)) = &bad_quality {
+            let _ = writeln!(
+                cases,
+                "      <failure type=\"capture_quality\" message=\"{}\"/>",
+                xml_escape(&format!("{verdict}: {reasons}"))
+            );
         }
         for f in &fails {
             let _ = writeln!(
@@ -142,6 +157,13 @@ pub fn render_junit(report: &Report, threshold: Severity, allow_incomplete: bool
         "      <property name=\"fail_on\" value=\"{}\"/>",
         threshold.as_str()
     );
+    if let Some(q) = gate.fail_on_quality {
+        let _ = writeln!(
+            out,
+            "      <property name=\"fail_on_quality\" value=\"{}\"/>",
+            q.as_str()
+        );
+    }
     let _ = writeln!(out, "    </properties>");
     out.push_str(&cases);
     out.push_str("  </testsuite>\n</testsuites>\n");
@@ -165,17 +187,29 @@ fn gh_property(s: &str) -> String {
 /// one `::error file=PATH,title=DETECTOR (SEVERITY)::DETAILS` per finding at
 /// or above `threshold` (`::error` for findings of severity error, `::warning`
 /// for warning, `::notice` for info), one `::error` per capture that could not
-/// be read (or read only in part, unless `allow_incomplete`), and a last
+/// be read (or read only in part, unless `allow_incomplete`), with
+/// [`CheckGate::fail_on_quality`] one `::error` per capture whose
+/// capture-quality verdict reaches it, and a last
 /// `::notice` line with the totals. DETAILS are those of a JUnit failure,
 /// newlines escaped as `%0A`.
-pub fn render_github(report: &Report, threshold: Severity, allow_incomplete: bool) -> String {
+pub fn render_github(report: &Report, gate: &CheckGate, allow_incomplete: bool) -> String {
+    let threshold = gate.fail_on;
     let mut out = String::new();
     let (mut shown, mut failed) = (0usize, 0usize);
     for c in &report.captures {
         let file = gh_property(&c.path);
-        let fails = failing(c, threshold);
-        if !fails.is_empty() {
+        let fails = gate.failing(c);
+        let bad_quality = quality_failure(c, gate);
+        if !fails.is_empty() || bad_quality.is_some() {
             failed += 1;
+        }
+        if let Some((verdict, reasons)) = &bad_quality {
+            let _ = writeln!(
+                out,
+                "::error file={file},title={}::{}",
+                gh_property(&format!("pcapsleuth: capture quality {verdict}")),
+                gh_data(reasons)
+            );
         }
         for f in fails {
             shown += 1;
@@ -204,7 +238,7 @@ pub fn render_github(report: &Report, threshold: Severity, allow_incomplete: boo
     }
     let _ = writeln!(
         out,
-        "::notice title=pcapsleuth {}::{} of {} captures have findings at or above {} ({} findings shown)",
+        "::notice title=pcapsleuth {}::{} of {} captures fail the gate (findings at or above {}) ({} findings shown)",
         gh_property(TOOL_VERSION),
         failed,
         report.captures.len(),

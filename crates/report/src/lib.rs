@@ -288,7 +288,7 @@ pub mod text;
 pub mod time;
 pub mod wire;
 
-pub use check::render_check_line;
+pub use check::{render_check_line, CheckGate};
 pub use ci::{render_github, render_junit};
 pub use explain::{render_detector_list, render_explain, DetectorDoc};
 pub use json::{
