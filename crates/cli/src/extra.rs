@@ -5,7 +5,7 @@ use crate::{Out, Threshold, EXIT_FINDINGS, EXIT_INPUT, EXIT_OK};
 use clap::{CommandFactory, ValueEnum};
 use pcapsleuth_report::{
     merge_reports, parse_report, render_github, render_json, render_jsonl, render_junit,
-    render_markdown, render_text, CheckGate, TextOptions,
+    render_markdown, render_text, CheckGate, QualityVerdictReport, TextOptions,
 };
 use std::path::{Path, PathBuf};
 
@@ -85,6 +85,8 @@ pub enum MergeFormat {
 pub struct MergeArgs<'a> {
     pub format: MergeFormat,
     pub fail_on: Option<Threshold>,
+    /// `--fail-on-quality`: the verdict from which a capture fails.
+    pub fail_on_quality: Option<QualityVerdictReport>,
     pub output: Option<&'a Path>,
     pub filter: FindingFilter,
     pub inputs: &'a [PathBuf],
@@ -93,7 +95,8 @@ pub struct MergeArgs<'a> {
 /// `report merge`: several JSON reports (from `analyze`/`check --format
 /// json`, e.g. one per CI shard) into one report, captures in argument
 /// order. Exit 2 if a report cannot be read; with `--fail-on`, 1 if a
-/// finding reaches it.
+/// finding reaches it; with `--fail-on-quality`, 1 if a capture's
+/// capture-quality verdict does.
 pub fn cmd_merge(a: MergeArgs<'_>) -> i32 {
     let mut reports = Vec::new();
     for p in a.inputs {
@@ -124,6 +127,10 @@ pub fn cmd_merge(a: MergeArgs<'_>) -> i32 {
         }
     }
     let threshold = a.fail_on.unwrap_or(Threshold::Warning).severity();
+    let gate = CheckGate {
+        fail_on: threshold,
+        fail_on_quality: a.fail_on_quality,
+    };
     let mut out = match Out::open(a.output) {
         Ok(o) => o,
         Err(code) => return code,
@@ -139,27 +146,20 @@ pub fn cmd_merge(a: MergeArgs<'_>) -> i32 {
         MergeFormat::Jsonl => out.put(&render_jsonl(&report)),
         MergeFormat::Markdown => out.put(&render_markdown(&report)),
         MergeFormat::Html => out.put(&pcapsleuth_html::render_html(&report, &[])),
-        MergeFormat::Junit => out.put(&render_junit(
-            &report,
-            &CheckGate::findings(threshold),
-            false,
-        )),
-        MergeFormat::Github => out.put(&render_github(
-            &report,
-            &CheckGate::findings(threshold),
-            false,
-        )),
+        MergeFormat::Junit => out.put(&render_junit(&report, &gate, false)),
+        MergeFormat::Github => out.put(&render_github(&report, &gate, false)),
         MergeFormat::Parquet => {
             if let Err(code) = crate::put_parquet(&mut out, &report, false) {
                 return code;
             }
         }
     }
-    let fails = a.fail_on.is_some()
-        && report
+    let fails = (a.fail_on.is_some()
+        && report.captures.iter().any(|c| !gate.failing(c).is_empty()))
+        || report
             .captures
             .iter()
-            .any(|c| c.findings.iter().any(|f| f.severity >= threshold));
+            .any(|c| gate.failing_quality(c).is_some());
     if fails {
         EXIT_FINDINGS
     } else {

@@ -127,7 +127,7 @@ pub(crate) enum QualityThreshold {
 }
 
 impl QualityThreshold {
-    fn verdict(self) -> QualityVerdictReport {
+    pub(crate) fn verdict(self) -> QualityVerdictReport {
         match self {
             QualityThreshold::UseWithCare => QualityVerdictReport::UseWithCare,
             QualityThreshold::NotTrustworthy => QualityVerdictReport::NotTrustworthy,
@@ -345,7 +345,7 @@ enum ReportCmd {
     /// Merge JSON reports (`analyze`/`check --format json`, e.g. one per CI
     /// shard) into one report in any format; captures in argument order.
     #[command(
-        after_help = "Exit status: 0 ok; 1 with --fail-on, a finding reaches it; 2 a report could not be read.
+        after_help = "Exit status: 0 ok; 1 with --fail-on, a finding reaches it (with --fail-on-quality, a capture's verdict does); 2 a report could not be read.
 
 Examples:
   pcapsleuth report merge -o all.json shard-1.json shard-2.json
@@ -359,6 +359,10 @@ Examples:
         /// failure threshold of junit and github output; default warning).
         #[arg(long, value_enum)]
         fail_on: Option<Threshold>,
+        /// Exit 1 when a capture's capture-quality verdict is this or worse
+        /// (also a failure in junit and github output), as in `check`.
+        #[arg(long, value_enum, value_name = "VERDICT")]
+        fail_on_quality: Option<QualityThreshold>,
         /// Write the report to FILE instead of stdout.
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -456,6 +460,7 @@ fn main() {
                 ReportCmd::Merge {
                     format,
                     fail_on,
+                    fail_on_quality,
                     output,
                     filters,
                     inputs,
@@ -464,6 +469,7 @@ fn main() {
             Ok(filter) => extra::cmd_merge(extra::MergeArgs {
                 format,
                 fail_on,
+                fail_on_quality: fail_on_quality.map(QualityThreshold::verdict),
                 output: output.as_deref(),
                 filter,
                 inputs: &inputs,

@@ -141,6 +141,30 @@ fn check_fails_on_capture_quality_only_when_asked() {
     let o = run(&["check", "--format", "github", LOSS]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     assert_eq!(stdout(&o).lines().count(), 1, "{}", stdout(&o));
+
+    // The same gate when CI shards are merged.
+    let d = scratch("quality-gate-merge");
+    let shard = d.join("shard.json");
+    let o = run(&["check", "--format", "json", "-o", s(&shard), LOSS]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let o = run(&["report", "merge", "--format", "junit", s(&shard)]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(!stdout(&o).contains("capture_quality"), "{}", stdout(&o));
+    let o = run(&[
+        "report",
+        "merge",
+        "--format",
+        "junit",
+        "--fail-on-quality",
+        "not-trustworthy",
+        s(&shard),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(
+        stdout(&o).contains("<failure type=\"capture_quality\""),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
