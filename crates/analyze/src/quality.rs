@@ -31,6 +31,7 @@
 //! - **interface drop counters** from pcapng Interface Statistics Blocks
 //!   ([`pcapsleuth_ingest::InterfaceStats`]).
 
+use pcapsleuth_core::consts::ip_protocol;
 use pcapsleuth_core::opt::OptTimestamp;
 use pcapsleuth_core::{Direction, FrameNo, InterfaceId, StreamId, Timestamp};
 use pcapsleuth_decode::{Decoded, IcmpKind, StopReason, Transport};
@@ -57,10 +58,6 @@ pub const MAX_GAP_BYTES: i64 = 1 << 30;
 /// DNS server port (RFC 1035 §4.2.1): datagrams to or from it are DNS
 /// messages for [`QualityReason::DnsTruncated`].
 const DNS_PORT: u16 = 53;
-
-/// IP protocol numbers of TCP and UDP (a quote of either names ports).
-const IPPROTO_TCP: u8 = 6;
-const IPPROTO_UDP: u8 = 17;
 
 /// An ICMP/ICMPv6 error, which quotes the packet it is about.
 fn is_icmp_error(kind: IcmpKind) -> bool {
@@ -145,17 +142,20 @@ impl DirState {
     ///
     /// The window bound alone holds only while the capture sees the peer's
     /// ACKs. When the capture itself stops seeing the flow (the kernel ring
-    /// of `tcpdump` or `dumpcap` overflows, as `tcpdump -B` with a slow
-    /// writer shows: `fixtures/scripts/capture-loss.sh`), the receiver keeps
-    /// acknowledging and the window keeps sliding, so the sender's sequence
+    /// of `tcpdump` or `dumpcap` overflows: a slow writer, or a capture
+    /// process that stops reading, as `fixtures/scripts/capture-loss.sh`
+    /// does with SIGSTOP), the receiver keeps acknowledging and the window
+    /// keeps sliding, so the sender's sequence
     /// numbers resume far past the window: 1,143,248 bytes after 95 ms with
     /// a 64 KB window at frame 1822 of `fixtures/captures/capture-loss.pcap`
     /// (the sender's tcpdump stopped for 240 ms), 750,032 bytes after 63 ms
     /// at frame 1821 of `capture-loss-server.pcap` (the receiver's, 200 ms).
-    /// Segments of another
-    /// sequence space within one flow (two capture points either side of a
-    /// sequence-randomising firewall) come microseconds apart, so their
-    /// jumps stay bounded by the window.
+    /// Segments of another sequence space within one flow (two capture
+    /// points either side of a sequence-randomising firewall) come
+    /// microseconds apart, so their jumps stay bounded by the window. Known
+    /// limit: a flow silent for a second that goes on in a new sequence
+    /// space without a captured SYN is taken for capture loss (up to
+    /// [`MAX_GAP_BYTES`]) once the peer acknowledges the new space.
     fn sender_jump_bound(&self, peer_window: u64, now_ns: i64) -> i64 {
         let window = Self::jump_bound(peer_window);
         let Some(last) = self.last_ts.get() else {
@@ -544,7 +544,8 @@ impl QualityTracker {
                 // quoted ports (RFC 792 and RFC 4443 make the sender quote at
                 // least its first 8 bytes of transport).
                 let unreadable = m.quoted.as_ref().is_none_or(|q| {
-                    matches!(q.ip.protocol, IPPROTO_TCP | IPPROTO_UDP) && q.src_port.is_none()
+                    matches!(q.ip.protocol, ip_protocol::TCP | ip_protocol::UDP)
+                        && q.src_port.is_none()
                 });
                 if frame_cut && unreadable {
                     self.q.icmp_quote_truncated += 1;
