@@ -18,6 +18,7 @@ pub mod finding;
 pub mod flowkey;
 pub mod grow;
 pub mod opt;
+pub mod pairs;
 pub mod seq;
 pub mod time;
 pub mod timer;
@@ -25,6 +26,7 @@ pub mod timer;
 pub use consts::{ip_protocol, linktype};
 pub use finding::{Evidence, Finding, FindingBuilder, FlowRef, Protocol, Severity, StreamRef};
 pub use flowkey::{Direction, Endpoint, FlowKey};
+pub use pairs::StreamEndpoints;
 pub use seq::SeqNum;
 pub use time::{DurationNs, Timestamp};
 

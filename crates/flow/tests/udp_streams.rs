@@ -132,8 +132,8 @@ fn both_directions_share_a_stream_in_first_seen_order() {
     );
     assert_eq!(r.table.udp().len(), 2);
     assert_eq!(
-        r.table.udp().get(StreamId(0)).map(|c| c.packets),
-        Some([1, 1])
+        r.table.udp().get(StreamId(0)).map(|c| (c.client, c.server)),
+        Some((ep(A, 5353), ep(B, 53)))
     );
 }
 
@@ -193,10 +193,17 @@ fn icmp_quotes_take_part_only_with_the_whole_header() {
     );
     // Quotes are not datagrams: four datagrams, no event for the ICMP frames.
     assert_eq!(r.datagrams().len(), 4);
-    let c = r.table.udp().get(StreamId(2)).copied();
+    // The quote made the conversation: its client is the quoted source.
     assert_eq!(
-        c.map(|c| (c.client, c.packets, c.first_frame)),
-        Some((ep(A, 1111), [0, 1], FrameNo(4)))
+        r.table.udp().get(StreamId(2)).map(|c| (c.client, c.server)),
+        Some((ep(A, 1111), ep(C, 2222)))
+    );
+    assert_eq!(
+        r.datagrams()
+            .iter()
+            .find(|d| d.stream == StreamId(2))
+            .map(|d| (d.frame, d.dir, d.first_in_stream)),
+        Some((FrameNo(5), Direction::ServerToClient, false))
     );
 }
 
@@ -254,10 +261,14 @@ fn a_udp_tunnel_numbers_its_outer_conversation_first() {
     // One event per frame, for the inner datagram only.
     let d = r.datagrams();
     assert_eq!(d.iter().map(|d| d.stream).collect::<Vec<_>>(), [1, 2]);
-    // The outer conversation counts its datagrams.
+    // The outer conversations are keyed by the outer pair.
     assert_eq!(
-        r.table.udp().get(StreamId(0)).map(|c| c.packets),
-        Some([2, 0])
+        r.table.udp().get(StreamId(0)).map(|c| (c.client, c.server)),
+        Some((ep(A, 50000), ep(B, 4789)))
+    );
+    assert_eq!(
+        r.table.udp().get(StreamId(3)).map(|c| c.client),
+        Some(ep(A, 50001))
     );
 }
 

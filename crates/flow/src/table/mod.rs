@@ -481,7 +481,7 @@ impl FlowTable {
             }
         }
         // A UDP tunnel's outer conversation is numbered before the inner headers.
-        let outer_udp_stream = crate::udp::on_outer(&mut self.udp, meta, pkt);
+        let outer_udp_stream = crate::udp::on_outer(&mut self.udp, pkt);
         let info = self.on_transport(meta, pkt, out);
         PacketFlowInfo {
             outer_udp_stream,
@@ -513,7 +513,7 @@ impl FlowTable {
             Transport::Udp(d) => crate::udp::on_datagram(&mut self.udp, meta, &ip, d, out),
             Transport::Icmp(m) => match m.quoted {
                 Some(q) => {
-                    let udp = crate::udp::on_quote(&mut self.udp, meta, &q);
+                    let udp = crate::udp::on_quote(&mut self.udp, &q);
                     PacketFlowInfo {
                         udp_stream: udp.udp_stream,
                         udp_dir: udp.udp_dir,
@@ -522,7 +522,7 @@ impl FlowTable {
                 }
                 None => PacketFlowInfo::default(),
             },
-            Transport::None => crate::udp::on_first_fragment(&mut self.udp, meta, pkt),
+            Transport::None => crate::udp::on_first_fragment(&mut self.udp, pkt),
             _ => PacketFlowInfo::default(),
         }
     }
