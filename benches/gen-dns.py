@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Write a capture of many DNS lookups over UDP, one in a hundred queries lost and re-sent.
 
-    python3 benches/gen-dns.py OUT [LOOKUPS [HOURS]]
+    python3 benches/gen-dns.py OUT [LOOKUPS [HOURS [NAMES]]]
 
 LOOKUPS lookups (default 1,000,000) spread evenly over HOURS (default 4) of capture time: a
 client of 192.0.2.1-250 asks 203.0.113.53:53 for the A record of one of 50,000 names, from a
-random port with a random id, and gets the answer 0.8-21 ms later. One query in a hundred
+random port with a random id, and gets the answer 0.8-21 ms later. NAMES 0 gives every lookup a
+name of its own (`<k>.flood.example.test`: a random-subdomain flood, "DNS water torture"). One query in a hundred
 (random.Random(5): 10,218 with the defaults) gets no answer and is re-sent with the same id
 5 s later (glibc's default timeout), then answered. The defaults give 2,010,218 packets,
 207 MB, at 140 messages a second; `1000000 0.1667` packs them into 10 minutes (3,350 a
@@ -21,6 +22,7 @@ import sys
 out = sys.argv[1]
 lookups = int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000
 hours = float(sys.argv[3]) if len(sys.argv) > 3 else 4.0
+names = int(sys.argv[4]) if len(sys.argv) > 4 else 50_000
 rng = random.Random(5)
 GLOBAL_HEADER = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
 ETH = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00"
@@ -59,7 +61,7 @@ for k in range(lookups):
     client = 0xC0000200 | (1 + k % 250)
     port = 1024 + rng.randrange(60000)
     ident = rng.randrange(65536)
-    name = "h%d.example.test" % rng.randrange(50000)
+    name = "h%d.example.test" % rng.randrange(names) if names > 0 else "%d.flood.example.test" % k
     query = ETH + ipv4_udp(client, RESOLVER, port, 53, dns(ident, name, False))
     answer = ETH + ipv4_udp(RESOLVER, client, 53, port, dns(ident, name, True))
     if rng.random() < 0.01:

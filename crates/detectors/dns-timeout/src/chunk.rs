@@ -70,6 +70,8 @@ pub struct Chunker {
     concluded: Concluded,
     /// Lookups concluded before they settled, and the frame of the first.
     pub early: Bound,
+    /// Names with a per-name total at most ([`crate::diagnose::MAX_NAME_TALLIES`]).
+    name_cap: usize,
 }
 
 impl Default for Chunker {
@@ -109,6 +111,16 @@ impl Chunker {
             .with_effect(
                 "it concluded that many unanswered lookups before their re-send could come (and answered ones early too), and read a later re-send of any of them as a lookup of its own",
             ),
+            name_cap: crate::diagnose::MAX_NAME_TALLIES,
+        }
+    }
+
+    /// The same chunker with at most `cap` names given a per-name total
+    /// (tests; [`crate::diagnose::MAX_NAME_TALLIES`] by default).
+    pub fn with_name_cap(self, cap: usize) -> Self {
+        Chunker {
+            name_cap: cap,
+            ..self
         }
     }
 
@@ -123,12 +135,32 @@ impl Chunker {
         self.concluded.candidates()
     }
 
-    /// One more DNS message (any order; a chunk is concluded when full).
-    pub fn push(&mut self, m: Msg) {
+    /// One more DNS message (any order; a chunk is concluded when full:
+    /// then `true`).
+    pub fn push(&mut self, m: Msg) -> bool {
         self.msgs.push(m);
         if self.msgs.len() >= self.chunk {
             self.conclude_settled();
+            return true;
         }
+        false
+    }
+
+    /// Set `live[id]` for every name id the messages held and the
+    /// concluded lookups kept name.
+    pub fn mark_names(&self, live: &mut [bool]) {
+        for m in &self.msgs {
+            if let Some(l) = live.get_mut(m.name as usize) {
+                *l = true;
+            }
+        }
+        self.concluded.mark_names(live);
+    }
+
+    /// Concluded lookups whose name got no per-name total
+    /// ([`crate::diagnose::MAX_NAME_TALLIES`]).
+    pub fn untallied(&self) -> &Bound {
+        self.concluded.untallied()
     }
 
     /// Conclude everything and diagnose; `capture_end_ns`: the last frame's time.
@@ -143,7 +175,7 @@ impl Chunker {
                 .and_then(Lookup::identity)
                 .is_none_or(|id| !context.contains(&id))
         });
-        self.concluded.conclude(&lookups, fresh);
+        self.concluded.conclude(&lookups, fresh, usize::MAX);
         self.concluded.diagnose(names, capture_end_ns)
     }
 
@@ -230,6 +262,7 @@ impl Chunker {
             &lookups,
             (0..lookups.len())
                 .filter(|&i| matches!(fates.get(i), Some(Fate::Conclude | Fate::ConcludeAndHold))),
+            self.name_cap,
         );
         let mut context = HashSet::new();
         for (l, f) in lookups.iter().zip(&fates) {

@@ -2,16 +2,16 @@
 //! message in a TCP segment), with the name interned.
 
 use crate::chunk::Chunker;
+use crate::names::NameTable;
 use pcapsleuth_core::{Direction, Endpoint, StreamId};
 use pcapsleuth_decode::dns::{self, TcpDnsMessages};
 use pcapsleuth_decode::Transport;
 use pcapsleuth_detect::PacketContext;
 use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
+use std::fmt::Write;
 use std::hash::{Hash, Hasher};
 
-/// The DNS port (RFC 1035 §4.2).
-pub const DNS_PORT: u16 = 53;
+pub use pcapsleuth_decode::dns::DNS_PORT;
 
 /// One DNS message as seen on the wire: what the lookup matching needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,9 +56,11 @@ pub struct Msg {
 pub struct Collector {
     /// The messages, concluded a chunk at a time.
     pub chunks: Chunker,
-    /// Interned names (one per distinct name of the capture).
-    pub names: Vec<String>,
-    index: HashMap<String, u32>,
+    /// Interned names: those the messages held, the lookups kept and the
+    /// per-name totals name (released after each chunk, [`crate::names`]).
+    pub names: NameTable,
+    /// The QNAME being interned (no allocation per message).
+    scratch: String,
     /// Next message boundary (raw sequence number) per TCP stream and
     /// direction (client → server); dropped when the flow ends.
     tcp_boundary: pcapsleuth_detect::StreamMap<(StreamId, bool), u32>,
@@ -99,14 +101,11 @@ impl Collector {
         self.tcp_boundary.len()
     }
 
-    fn intern(&mut self, name: String) -> u32 {
-        if let Some(&i) = self.index.get(&name) {
-            return i;
-        }
-        let i = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
-        self.names.push(name.clone());
-        self.index.insert(name, i);
-        i
+    /// Release the names nothing names any more (after a chunk was concluded).
+    fn release_names(&mut self) {
+        let mut live = vec![false; self.names.slots()];
+        self.chunks.mark_names(&mut live);
+        self.names.release_unmarked(&live);
     }
 
     /// Record the DNS messages of one packet, if any.
@@ -181,27 +180,44 @@ impl Collector {
         if m.header.opcode() != 0 || m.header.qdcount != 1 {
             return;
         }
-        let name = self.intern(q.name.to_string());
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        // Writing to a String cannot fail.
+        let _ = write!(scratch, "{}", q.name);
         let mut h = DefaultHasher::new();
         bytes.hash(&mut h);
-        self.chunks.push(Msg {
-            frame: pkt.meta.frame.get(),
-            ts: pkt.meta.ts.0,
-            interface: pkt.meta.interface.get(),
-            tcp,
-            stream,
-            src,
-            dst,
-            id: m.header.id,
-            response: m.header.is_response(),
-            truncated: m.header.truncated(),
-            rcode: m.header.rcode(),
-            answers: m.header.ancount,
-            name,
-            qtype: q.qtype,
-            qclass: q.qclass,
-            hash: h.finish(),
-        });
+        self.add(
+            Msg {
+                frame: pkt.meta.frame.get(),
+                ts: pkt.meta.ts.0,
+                interface: pkt.meta.interface.get(),
+                tcp,
+                stream,
+                src,
+                dst,
+                id: m.header.id,
+                response: m.header.is_response(),
+                truncated: m.header.truncated(),
+                rcode: m.header.rcode(),
+                answers: m.header.ancount,
+                name: 0,
+                qtype: q.qtype,
+                qclass: q.qclass,
+                hash: h.finish(),
+            },
+            &scratch,
+        );
+        self.scratch = scratch;
+    }
+
+    /// Hand `msg` to the chunker with its name interned as `qname` (its
+    /// `name` field is set here); release the names nothing names any more
+    /// when that concluded a chunk.
+    pub(crate) fn add(&mut self, mut msg: Msg, qname: &str) {
+        msg.name = self.names.intern(qname);
+        if self.chunks.push(msg) {
+            self.release_names();
+        }
     }
 }
 

@@ -3,9 +3,10 @@
 
 use crate::ladder::{ladder_for, Ladder, GLIBC_DEFAULT_TIMEOUT_NS};
 use crate::lookup::Lookup;
-use pcapsleuth_core::{FlowRef, Protocol, Severity, StreamRef};
+use pcapsleuth_core::{FlowRef, FrameNo, Protocol, Severity, StreamRef};
 use pcapsleuth_decode::dns::{qtype_name, QTYPE_A, QTYPE_AAAA};
 use pcapsleuth_detect::timer::timer_window;
+use pcapsleuth_detect::Bound;
 use serde::Serialize;
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -18,6 +19,15 @@ pub const PAIR_WINDOW_NS: i64 = 1_000_000_000;
 /// A TCP query for the same id and name this soon (ns) after a truncated UDP
 /// answer is the fallback the TC bit asked for (glibc `send_vc()` follows at once).
 pub const TCP_FALLBACK_WINDOW_NS: i64 = 10_000_000_000;
+
+/// Distinct query names given a per-name total (lookups, answers; the
+/// `name_lookups` of a finding) at most. A lookup that may have lost time
+/// always counts under its name; beyond this many names, a lookup of a
+/// further name that was answered at once counts in no per-name total
+/// (and in [`Concluded::untallied`]). What it bounds is a capture of a new
+/// name in every query (a random-subdomain flood): without it, every name
+/// of the capture was kept to the end.
+pub const MAX_NAME_TALLIES: usize = 1 << 18;
 
 /// The shape of a lookup that lost time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -276,7 +286,7 @@ fn near<'a>(
 /// Diagnose every UDP lookup. `capture_end_ns`: the last frame's time.
 pub fn diagnose(lookups: &[Lookup], names: &[String], capture_end_ns: i64) -> Vec<Diagnosis> {
     let mut all = Concluded::default();
-    all.conclude(lookups, 0..lookups.len());
+    all.conclude(lookups, 0..lookups.len(), usize::MAX);
     all.diagnose(names, capture_end_ns)
 }
 
@@ -299,8 +309,9 @@ pub(crate) struct Candidate {
 /// many passes ([`crate::chunk`]) concluded them: the candidates whole, the
 /// re-sent lookups' timeouts per client, and lookups and answers counted per
 /// name and per resolver. O(candidates + clients with re-sent lookups +
-/// names + resolvers), not O(lookups).
-#[derive(Debug, Default, Clone)]
+/// names + resolvers), not O(lookups), and at most [`MAX_NAME_TALLIES`]
+/// names beyond the candidates'.
+#[derive(Debug, Clone)]
 pub(crate) struct Concluded {
     candidates: Vec<Candidate>,
     /// Per client: (first transmission time, its frame, timeout), ns.
@@ -309,14 +320,62 @@ pub(crate) struct Concluded {
     by_name: HashMap<u32, Tally>,
     /// The same per resolver.
     by_resolver: HashMap<pcapsleuth_core::Endpoint, Tally>,
+    /// Lookups answered at once whose name found no room in `by_name`.
+    untallied: Bound,
+}
+
+impl Default for Concluded {
+    fn default() -> Self {
+        Concluded {
+            candidates: Vec::new(),
+            timeouts: HashMap::new(),
+            by_name: HashMap::new(),
+            by_resolver: HashMap::new(),
+            untallied: Bound::new("query names with per-name totals", MAX_NAME_TALLIES as u64)
+                .with_effect(
+                    "a finding's name_lookups leaves out the lookups of further names that were answered at once",
+                ),
+        }
+    }
 }
 
 impl Concluded {
+    /// Set `live[id]` for every name id kept: the candidates' (and their
+    /// siblings') and the per-name totals'.
+    pub(crate) fn mark_names(&self, live: &mut [bool]) {
+        let lookups = self.candidates.iter().flat_map(|c| {
+            std::iter::once(&c.lookup)
+                .chain(c.sibling.as_ref())
+                .chain(c.unseen_sibling.as_ref())
+        });
+        for id in lookups.map(|l| l.name).chain(self.by_name.keys().copied()) {
+            if let Some(l) = live.get_mut(id as usize) {
+                *l = true;
+            }
+        }
+    }
+
+    /// Lookups answered at once that no per-name total counts.
+    pub(crate) fn untallied(&self) -> &Bound {
+        &self.untallied
+    }
+
     /// Conclude `lookups[i]` for every `i` of `which`: `lookups` holds every
     /// lookup that can be its sibling or its TCP fallback (those first sent
     /// within [`PAIR_WINDOW_NS`] of its transmissions or
     /// [`TCP_FALLBACK_WINDOW_NS`] after its answers).
-    pub(crate) fn conclude(&mut self, lookups: &[Lookup], which: impl Iterator<Item = usize>) {
+    ///
+    /// `name_cap`: names with a per-name total at most (beyond them a lookup
+    /// answered at once counts under no name): [`MAX_NAME_TALLIES`] while
+    /// chunks are concluded, none for the last one (whose names the chunk
+    /// size bounds), so every refusal is known when
+    /// [`crate::DnsTimeout`]'s limits are asked for, before the diagnosis.
+    pub(crate) fn conclude(
+        &mut self,
+        lookups: &[Lookup],
+        which: impl Iterator<Item = usize>,
+        name_cap: usize,
+    ) {
         let mut pairs: HashMap<(IpAddr, u32), Vec<usize>> = HashMap::new();
         for (i, l) in lookups.iter().enumerate().filter(|(_, l)| !l.tcp) {
             pairs.entry((l.client_ip, l.name)).or_default().push(i);
@@ -324,10 +383,17 @@ impl Concluded {
         for l in which.filter_map(|i| lookups.get(i)).filter(|l| !l.tcp) {
             let Some(first) = l.first() else { continue };
             let answers = l.txs.iter().filter(|t| t.answer.is_some()).count();
-            for t in [
-                self.by_name.entry(l.name).or_default(),
-                self.by_resolver.entry(first.server).or_default(),
-            ] {
+            let answered_at_once = l.txs.len() == 1 && first.answer.is_some();
+            let resolver = self.by_resolver.entry(first.server).or_default();
+            resolver.lookups += 1;
+            resolver.answers += answers;
+            if answered_at_once
+                && self.by_name.len() >= name_cap
+                && !self.by_name.contains_key(&l.name)
+            {
+                self.untallied.refuse(FrameNo(first.frame));
+            } else {
+                let t = self.by_name.entry(l.name).or_default();
                 t.lookups += 1;
                 t.answers += answers;
             }
@@ -339,8 +405,8 @@ impl Concluded {
                         .push((first.ts, first.frame, t));
                 }
             }
-            if l.txs.len() == 1 && first.answer.is_some() {
-                continue; // answered at once: nothing lost
+            if answered_at_once {
+                continue; // nothing lost
             }
             let neighbour = |j: Option<usize>| j.and_then(|j| lookups.get(j)).cloned();
             self.candidates.push(Candidate {

@@ -14,6 +14,7 @@ mod collect;
 pub mod diagnose;
 pub mod ladder;
 pub mod lookup;
+pub mod names;
 pub mod render;
 
 pub use chunk::CHUNK_MESSAGES;
@@ -54,7 +55,7 @@ impl DnsTimeout {
         self.collector
             .chunks
             .clone()
-            .diagnose(&self.collector.names, capture_end_ns)
+            .diagnose(self.collector.names.as_slice(), capture_end_ns)
     }
 }
 
@@ -81,13 +82,14 @@ impl Detector for DnsTimeout {
     }
 
     /// Lookups concluded before they settled ([`chunk::Chunker::early`]),
-    /// when a chunk could not hold the lookups in progress.
+    /// when a chunk could not hold the lookups in progress, and lookups of
+    /// names beyond [`diagnose::MAX_NAME_TALLIES`] that no per-name total
+    /// counts ([`chunk::Chunker::untallied`]).
     fn limits(&self) -> Vec<Bound> {
-        self.collector
-            .chunks
-            .early
-            .if_reached()
+        let chunks = &self.collector.chunks;
+        [&chunks.early, chunks.untallied()]
             .into_iter()
+            .filter_map(Bound::if_reached)
             .collect()
     }
 
@@ -97,7 +99,7 @@ impl Detector for DnsTimeout {
         };
         let chunks = std::mem::take(&mut self.collector.chunks);
         chunks
-            .diagnose(&self.collector.names, end)
+            .diagnose(self.collector.names.as_slice(), end)
             .iter()
             .map(render::render)
             .collect()

@@ -596,3 +596,84 @@ fn unmatched_answers_do_not_pile_up() {
     }
     assert!(c.diagnose(&[], 200_000).is_empty());
 }
+
+/// A random-subdomain flood (every query its own name, answered at once)
+/// with a lost and re-sent query of one name among it: the collector
+/// releases the names nothing names after each chunk and gives their ids to
+/// new names, so with the per-name totals capped it holds about the cap
+/// plus a chunk of names, not the capture's; the findings are the one-pass
+/// diagnosis's, qnames and per-name totals included.
+#[test]
+fn a_random_subdomain_flood_keeps_only_the_names_in_use() {
+    use crate::chunk::Chunker;
+    use crate::collect::Collector;
+    const LOOKUPS: u64 = 20_000;
+    const CHUNK: usize = 2048;
+    const CAP: usize = 1000;
+    // (time µs, message, qname); a lookup every 100 ms.
+    let mut events: Vec<(i64, Msg, String)> = Vec::new();
+    for k in 0..LOOKUPS {
+        let t = k as i64 * 100_000;
+        let client = format!("192.0.2.{}:{}", 10 + k % 200, 20_000 + k % 40_000);
+        let id = k as u16;
+        if k % 500 == 7 {
+            // Lost, re-sent after glibc's 5 s, answered.
+            let name = "victim.lab.test".to_string();
+            let q = m(0, t, &client, R, id, false, A, 0);
+            events.push((t, q, name.clone()));
+            let mut again = q;
+            again.ts = (t + 5_000_000) * 1000;
+            events.push((t + 5_000_000, again, name.clone()));
+            let a = m(0, t + 5_002_000, R, &client, id, true, A, 0);
+            events.push((t + 5_002_000, a, name));
+        } else {
+            let name = format!("x{k}.flood.test");
+            events.push((t, m(0, t, &client, R, id, false, A, 0), name.clone()));
+            events.push((t + 2_000, m(0, t + 2_000, R, &client, id, true, A, 0), name));
+        }
+    }
+    events.sort_by_key(|(t, _, _)| *t);
+    for (i, (_, msg, _)) in events.iter_mut().enumerate() {
+        msg.frame = i as u64 + 1;
+    }
+    let end = events.last().map_or(0, |(_, msg, _)| msg.ts) + 1_000_000_000;
+
+    // One pass, every name interned for good.
+    let mut all = crate::names::NameTable::default();
+    let msgs: Vec<Msg> = events
+        .iter()
+        .map(|(_, msg, name)| Msg {
+            name: all.intern(name),
+            ..*msg
+        })
+        .collect();
+    let whole = diagnose(&build(msgs), all.as_slice(), end);
+    assert_eq!(whole.len(), (LOOKUPS / 500) as usize);
+    assert!(whole
+        .iter()
+        .all(|d| d.shape == Shape::Resent && d.evidence.qname == "victim.lab.test"));
+    assert_eq!(whole[0].evidence.name_lookups, 40);
+
+    for cap in [usize::MAX, CAP] {
+        let mut c = Collector::default();
+        c.chunks = Chunker::with_chunk(CHUNK).with_name_cap(cap);
+        let mut most = 0;
+        for (_, msg, name) in &events {
+            c.add(*msg, name);
+            most = most.max(c.names.live());
+        }
+        assert!(!c.chunks.early.reached(), "cap {cap}");
+        assert_eq!(c.chunks.untallied().reached(), cap == CAP, "cap {cap}");
+        if cap == CAP {
+            // The cap, a chunk's messages and the victim's name.
+            assert!(most <= CAP + CHUNK + 1, "{most}");
+            assert!(
+                c.names.slots() <= CAP + CHUNK + 1,
+                "ids reused: {}",
+                c.names.slots()
+            );
+        }
+        let got = c.chunks.diagnose(c.names.as_slice(), end);
+        assert_eq!(got, whole, "cap {cap}");
+    }
+}
