@@ -13,6 +13,8 @@ use std::fmt;
 
 /// DNS header length in bytes (RFC 1035 §4.1.1).
 pub const HEADER_LEN: usize = 12;
+/// The DNS server port, UDP and TCP (RFC 1035 §4.2).
+pub const DNS_PORT: u16 = 53;
 /// Longest name in wire form, bytes (RFC 1035 §2.3.4).
 pub const MAX_NAME_LEN: usize = 255;
 /// Longest label, bytes (RFC 1035 §2.3.4).

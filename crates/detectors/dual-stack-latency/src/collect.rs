@@ -102,8 +102,6 @@ impl Sample {
     }
 }
 
-/// DNS server port (RFC 1035 §4.2.1); answers come from it.
-const DNS_PORT: u16 = 53;
 /// Most samples kept per capture (memory bound, about 100 bytes each);
 /// more are dropped.
 pub const MAX_SAMPLES: usize = 500_000;
@@ -412,7 +410,7 @@ impl Collector {
                     ts,
                 );
             }
-            Transport::Udp(u) if u.src_port == DNS_PORT => {
+            Transport::Udp(u) if u.src_port == pcapsleuth_decode::dns::DNS_PORT => {
                 self.dns_answer(u.payload, frame);
             }
             _ => {}
