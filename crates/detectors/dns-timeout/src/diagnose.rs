@@ -24,7 +24,7 @@ pub const TCP_FALLBACK_WINDOW_NS: i64 = 10_000_000_000;
 /// `name_lookups` of a finding) at most. A lookup that may have lost time
 /// always counts under its name; beyond this many names, a lookup of a
 /// further name that was answered at once counts in no per-name total
-/// (and in [`Concluded::untallied`]). What it bounds is a capture of a new
+/// (and in [`crate::chunk::Chunker::untallied`]). What it bounds is a capture of a new
 /// name in every query (a random-subdomain flood): without it, every name
 /// of the capture was kept to the end.
 pub const MAX_NAME_TALLIES: usize = 1 << 18;
