@@ -8,7 +8,7 @@ use pcapsleuth_core::{Direction, Endpoint, StreamId};
 use pcapsleuth_decode::{dns, IcmpKind, Transport};
 use pcapsleuth_detect::{Bound, PacketContext};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::net::IpAddr;
 use std::num::NonZeroU64;
 
@@ -264,6 +264,11 @@ pub struct Collector {
     /// Per DNS name (lower case, no trailing dot), the A and AAAA addresses
     /// answered for it.
     pub dns_names: BTreeMap<String, BTreeSet<IpAddr>>,
+    /// Names of `dns_names` answered in one address family when they came,
+    /// oldest first: at the [`Bounds::names`] cap the oldest of them that
+    /// still has one family only is forgotten for a new name (one that
+    /// gained its other family since, or was forgotten, is skipped).
+    one_family: VecDeque<String>,
     /// Per source address: packets with an initial TTL, packets without;
     /// the latest counts may still be in a cache: read them with
     /// [`Collector::ttl_counts`].
@@ -309,7 +314,8 @@ pub struct Bounds {
     pub samples: Bound,
     /// TCP connections and echo requests in progress ([`MAX_PENDING`]).
     pub pending: Bound,
-    /// DNS names with A/AAAA answers ([`MAX_PENDING`]).
+    /// DNS names with A/AAAA answers ([`MAX_PENDING`]); past it, a new name
+    /// replaces the oldest one answered in one family only.
     pub names: Bound,
     /// Host addresses with TTL counts or a link-layer source ([`MAX_ADDRESSES`]).
     pub addresses: Bound,
@@ -323,7 +329,10 @@ impl Default for Bounds {
                 "TCP connections and ICMP echo requests in progress",
                 MAX_PENDING as u64,
             ),
-            names: Bound::new("DNS names with A or AAAA answers", MAX_PENDING as u64),
+            names: Bound::new("DNS names with A or AAAA answers", MAX_PENDING as u64)
+                .with_effect(
+                    "it forgot the oldest names answered in one address family only to make room (and refused the new name when every kept one had both): a name whose A and AAAA answers came that far apart is not paired",
+                ),
             addresses: Bound::new("host addresses", MAX_ADDRESSES as u64),
         }
     }
@@ -773,14 +782,46 @@ impl Collector {
             .map(|l| String::from_utf8_lossy(l).to_ascii_lowercase())
             .collect::<Vec<_>>()
             .join(".");
-        if (self.dns_names.len() as u64) < self.bounds.names.limit
-            || self.dns_names.contains_key(&name)
-        {
-            self.dns_names.entry(name).or_default().extend(addrs);
-        } else {
+        if let Some(kept) = self.dns_names.get_mut(&name) {
+            kept.extend(addrs);
+            return;
+        }
+        if (self.dns_names.len() as u64) >= self.bounds.names.limit {
+            // Make room: forget the oldest name still answered in one
+            // family only (its other family did not come while every name
+            // since was answered), or refuse this one when there is none.
             self.bounds.names.refuse(FrameNo(frame));
+            let forgotten = loop {
+                let Some(old) = self.one_family.pop_front() else {
+                    break false;
+                };
+                if self.dns_names.get(&old).is_some_and(|a| !both_families(a)) {
+                    self.dns_names.remove(&old);
+                    break true;
+                }
+            };
+            if !forgotten {
+                return;
+            }
+        }
+        if !both_families(&addrs) {
+            self.one_family.push_back(name.clone());
+        }
+        self.dns_names.insert(name, addrs.into_iter().collect());
+    }
+}
+
+/// Whether `addrs` holds addresses of both families.
+pub(crate) fn both_families<'a>(addrs: impl IntoIterator<Item = &'a IpAddr>) -> bool {
+    let (mut v4, mut v6) = (false, false);
+    for a in addrs {
+        if a.is_ipv4() {
+            v4 = true;
+        } else {
+            v6 = true;
         }
     }
+    v4 && v6
 }
 
 fn unicast_mac(m: &[u8; 6]) -> bool {
@@ -957,5 +998,96 @@ mod size_tests {
             Some((u64::MAX - 1, 7))
         );
         assert!(Seen::new(u64::MAX, 7).is_none());
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    /// A DNS response (id 7, no error) for `name` with one A or AAAA answer
+    /// per address.
+    fn answer(name: &str, addrs: &[IpAddr]) -> Vec<u8> {
+        let mut m = vec![0, 7, 0x81, 0x80, 0, 1, 0, addrs.len() as u8, 0, 0, 0, 0];
+        for label in name.split('.') {
+            m.push(label.len() as u8);
+            m.extend_from_slice(label.as_bytes());
+        }
+        let qtype = if addrs.first().is_some_and(IpAddr::is_ipv6) {
+            28
+        } else {
+            1
+        };
+        m.extend_from_slice(&[0, 0, qtype, 0, 1]);
+        for a in addrs {
+            let (t, bytes) = match a {
+                IpAddr::V4(v) => (1u8, v.octets().to_vec()),
+                IpAddr::V6(v) => (28, v.octets().to_vec()),
+            };
+            m.extend_from_slice(&[0xc0, 12, 0, t, 0, 1, 0, 0, 0, 60, 0, bytes.len() as u8]);
+            m.extend_from_slice(&bytes);
+        }
+        m
+    }
+
+    fn v4(i: u32) -> IpAddr {
+        IpAddr::V4((0xc000_0200 | (i & 0xff)).into())
+    }
+
+    fn v6(i: u16) -> IpAddr {
+        IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, i))
+    }
+
+    /// Past the cap, a flood of one-family names (a random-subdomain flood
+    /// of A lookups) no longer stops the pairing: the oldest one-family
+    /// names make room, names answered in both families stay, and the
+    /// bound says how often the cap was met.
+    #[test]
+    fn one_family_names_make_room_for_new_ones() {
+        let mut c = Collector::default();
+        c.bounds.names.limit = 4;
+        c.dns_answer(&answer("www.example.test", &[v4(1), v6(1)]), 1);
+        c.dns_answer(&answer("api.example.test", &[v4(2)]), 2);
+        for k in 0..100u32 {
+            c.dns_answer(
+                &answer(&format!("{k}.flood.example.test"), &[v4(k)]),
+                10 + u64::from(k),
+            );
+        }
+        assert_eq!(c.dns_names.len(), 4);
+        assert!(
+            c.dns_names.contains_key("www.example.test"),
+            "both families: kept"
+        );
+        assert!(
+            !c.dns_names.contains_key("api.example.test"),
+            "oldest one-family: forgotten"
+        );
+        assert!(c.dns_names.contains_key("99.flood.example.test"));
+        // A name seen in one family gains the other before it is forgotten:
+        // paired, and no longer a candidate to forget.
+        c.dns_answer(&answer("new.example.test", &[v4(3)]), 200);
+        c.dns_answer(&answer("new.example.test", &[v6(3)]), 201);
+        assert_eq!(
+            c.dns_names.get("new.example.test").map(both_families),
+            Some(true)
+        );
+        for k in 100..110u32 {
+            c.dns_answer(
+                &answer(&format!("{k}.flood.example.test"), &[v4(k)]),
+                300 + u64::from(k),
+            );
+        }
+        assert!(c.dns_names.contains_key("new.example.test"));
+        assert!(c.dns_names.contains_key("www.example.test"));
+        assert_eq!(c.bounds.names.refused, 98 + 1 + 10);
+        assert_eq!(c.bounds.names.first_frame, Some(FrameNo(12)));
+        // Every kept name has both families: a new one is refused.
+        let mut c = Collector::default();
+        c.bounds.names.limit = 1;
+        c.dns_answer(&answer("www.example.test", &[v4(1), v6(1)]), 1);
+        c.dns_answer(&answer("other.example.test", &[v4(2)]), 2);
+        assert_eq!(c.dns_names.keys().collect::<Vec<_>>(), ["www.example.test"]);
+        assert_eq!(c.bounds.names.refused, 1);
     }
 }

@@ -89,15 +89,11 @@ fn join_all(hosts: &mut Hosts, addrs: &BTreeSet<IpAddr>, why: PairedBy) {
     }
 }
 
-fn both_families(addrs: &BTreeSet<IpAddr>) -> bool {
-    addrs.iter().any(IpAddr::is_ipv4) && addrs.iter().any(IpAddr::is_ipv6)
-}
-
 /// The hosts of a capture, from what `c` collected.
 pub fn hosts(c: &Collector) -> Hosts {
     let mut h = Hosts::default();
     for addrs in c.mac_sources.values() {
-        if both_families(addrs) {
+        if crate::collect::both_families(addrs) {
             join_all(&mut h, addrs, PairedBy::Mac);
         }
     }
