@@ -352,15 +352,19 @@ fn dns_fixture_cut_to(snaplen: usize) -> CaptureReport {
     fixture_cut_to("dns-timeout-any.pcapng", snaplen)
 }
 
-/// The (frames, of_frames) of every `icmp_quote_truncated` reason.
-fn icmp_quote_cuts(r: &CaptureReport) -> Vec<(u64, u64)> {
+/// The (frames, of_frames) of every snaplen reason of kind `kind`
+/// (`icmp_quote_truncated` or `dns_truncated`).
+fn cut_counts(r: &CaptureReport, kind: &str) -> Vec<(u64, u64)> {
     quality(r)
         .reasons
         .iter()
         .filter_map(|q| match *q {
             QualityReasonReport::IcmpQuoteTruncated {
                 frames, of_frames, ..
-            } => Some((frames, of_frames)),
+            } if kind == "icmp_quote_truncated" => Some((frames, of_frames)),
+            QualityReasonReport::DnsTruncated {
+                frames, of_frames, ..
+            } if kind == "dns_truncated" => Some((frames, of_frames)),
             _ => None,
         })
         .collect()
@@ -376,12 +380,16 @@ fn icmp_quote_cuts(r: &CaptureReport) -> Vec<(u64, u64)> {
 fn icmp_errors_cut_inside_their_quote_are_said() {
     let whole = fixture_cut_to("frag-needed-router.pcap", usize::MAX);
     assert_eq!(whole.findings.len(), 2);
-    assert!(icmp_quote_cuts(&whole).is_empty(), "{:?}", kinds(&whole));
+    assert!(
+        cut_counts(&whole, "icmp_quote_truncated").is_empty(),
+        "{:?}",
+        kinds(&whole)
+    );
     let r = fixture_cut_to("frag-needed-router.pcap", 96);
     assert_eq!(r.findings.len(), 1);
     assert_eq!(quality(&r).verdict, QualityVerdictReport::UseWithCare);
     assert_eq!(kinds(&r), vec!["icmp_quote_truncated"]);
-    assert_eq!(icmp_quote_cuts(&r), vec![(10, 20)]);
+    assert_eq!(cut_counts(&r, "icmp_quote_truncated"), vec![(10, 20)]);
 }
 
 /// A snaplen that cuts DNS messages before the end of their question hides
@@ -389,7 +397,7 @@ fn icmp_errors_cut_inside_their_quote_are_said() {
 /// present "no finding" as a clean bill. Under `-i any` (16-byte SLL
 /// header) over IPv6, 80 bytes leave 16 of each message: the header and
 /// part of the name. 100 bytes cut answers but keep every question: the
-/// six findings stay and nothing is said.
+/// seven findings stay and nothing is said.
 #[test]
 fn dns_messages_cut_before_their_question_are_said() {
     let whole = dns_fixture_cut_to(usize::MAX);
@@ -407,17 +415,11 @@ fn dns_messages_cut_before_their_question_are_said() {
     for (snaplen, cut) in [(80, 74), (70, 88)] {
         let r = dns_fixture_cut_to(snaplen);
         assert_eq!(quality(&r).verdict, QualityVerdictReport::UseWithCare);
-        let got: Vec<(u64, u64)> = quality(&r)
-            .reasons
-            .iter()
-            .filter_map(|q| match *q {
-                QualityReasonReport::DnsTruncated {
-                    frames, of_frames, ..
-                } => Some((frames, of_frames)),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(got, vec![(cut, 88)], "snaplen {snaplen}");
+        assert_eq!(
+            cut_counts(&r, "dns_truncated"),
+            vec![(cut, 88)],
+            "snaplen {snaplen}"
+        );
         assert!(r.findings.len() < 7, "snaplen {snaplen}: lookups hidden");
     }
 }

@@ -70,8 +70,10 @@ impl NameTable {
         self.names.len() - self.free.len()
     }
 
-    /// The id of `name`, interning it (a released id is reused first; ids
-    /// beyond `u32::MAX` names all map to `u32::MAX`).
+    /// The id of `name`, interning it (a released id is reused first).
+    /// Past 2³² names held at once every further name would get id
+    /// `u32::MAX`; the names held are bounded far below that (the per-name
+    /// totals' cap plus a chunk of messages).
     pub fn intern(&mut self, name: &str) -> u32 {
         let h = (self.hash)(name);
         if let Some(&id) = self.by_hash.get(&h) {
