@@ -33,9 +33,9 @@
 use crate::diagnose::{Concluded, Diagnosis, PAIR_WINDOW_NS, TCP_FALLBACK_WINDOW_NS};
 use crate::lookup::{self, Lookup, MAX_RETRY_GAP_NS};
 use crate::Msg;
+use foldhash::{HashMap, HashSet};
 use pcapsleuth_core::FrameNo;
 use pcapsleuth_detect::Bound;
-use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
 /// Messages held before a chunk is concluded. About 100 bytes each, and the
@@ -101,7 +101,7 @@ impl Chunker {
         Chunker {
             msgs: Vec::new(),
             chunk: chunk.max(2),
-            context: HashSet::new(),
+            context: HashSet::default(),
             concluded: Concluded::default(),
             early: Bound::new(
                 "DNS messages of lookups in progress",
@@ -264,7 +264,7 @@ impl Chunker {
                 .filter(|&i| matches!(fates.get(i), Some(Fate::Conclude | Fate::ConcludeAndHold))),
             self.name_cap,
         );
-        let mut context = HashSet::new();
+        let mut context = HashSet::default();
         for (l, f) in lookups.iter().zip(&fates) {
             if matches!(f, Fate::ConcludeAndHold | Fate::HoldAgain) {
                 context.extend(l.identity());
@@ -295,8 +295,8 @@ impl Chunker {
     fn fates(&self, lookups: &[Lookup], settled: &[bool]) -> Vec<Fate> {
         // Of the unsettled lookups, per client and name: the times of their
         // first two transmissions (sorted), and per id the earliest start.
-        let mut times: HashMap<(IpAddr, u32), Vec<i64>> = HashMap::new();
-        let mut starts: HashMap<(IpAddr, u32, u16), i64> = HashMap::new();
+        let mut times: HashMap<(IpAddr, u32), Vec<i64>> = HashMap::default();
+        let mut starts: HashMap<(IpAddr, u32, u16), i64> = HashMap::default();
         for (l, _) in lookups.iter().zip(settled).filter(|(_, s)| !**s) {
             let list = times.entry((l.client_ip, l.name)).or_default();
             list.extend(l.txs.iter().take(2).map(|t| t.ts));

@@ -3,12 +3,12 @@
 
 use crate::ladder::{ladder_for, Ladder, GLIBC_DEFAULT_TIMEOUT_NS};
 use crate::lookup::Lookup;
+use foldhash::HashMap;
 use pcapsleuth_core::{FlowRef, FrameNo, Protocol, Severity, StreamRef};
 use pcapsleuth_decode::dns::{qtype_name, QTYPE_A, QTYPE_AAAA};
 use pcapsleuth_detect::timer::timer_window;
 use pcapsleuth_detect::Bound;
 use serde::Serialize;
-use std::collections::HashMap;
 use std::net::IpAddr;
 
 /// The A and AAAA queries of one `getaddrinfo()` leave within this (ns) of
@@ -328,9 +328,9 @@ impl Default for Concluded {
     fn default() -> Self {
         Concluded {
             candidates: Vec::new(),
-            timeouts: HashMap::new(),
-            by_name: HashMap::new(),
-            by_resolver: HashMap::new(),
+            timeouts: HashMap::default(),
+            by_name: HashMap::default(),
+            by_resolver: HashMap::default(),
             untallied: Bound::new("query names with per-name totals", MAX_NAME_TALLIES as u64)
                 .with_effect(
                     "a finding's name_lookups leaves out the lookups of further names that were answered at once",
@@ -376,7 +376,7 @@ impl Concluded {
         which: impl Iterator<Item = usize>,
         name_cap: usize,
     ) {
-        let mut pairs: HashMap<(IpAddr, u32), Vec<usize>> = HashMap::new();
+        let mut pairs: HashMap<(IpAddr, u32), Vec<usize>> = HashMap::default();
         for (i, l) in lookups.iter().enumerate().filter(|(_, l)| !l.tcp) {
             pairs.entry((l.client_ip, l.name)).or_default().push(i);
         }

@@ -3,8 +3,9 @@
 //! one packet (other interfaces, before and after NAT) counted once.
 
 use crate::collect::Msg;
+use foldhash::HashMap;
 use pcapsleuth_core::{Endpoint, StreamId};
-use std::collections::HashMap;
+use smallvec::{smallvec, SmallVec};
 use std::net::IpAddr;
 
 /// Two sightings of the same DNS message bytes closer than this (ns) are one
@@ -75,8 +76,10 @@ pub struct Lookup {
     pub qtype: u16,
     /// QCLASS.
     pub qclass: u16,
-    /// Transmissions, in time order.
-    pub txs: Vec<Tx>,
+    /// Transmissions, in time order. Most lookups have one, kept inline:
+    /// a chunk's lookups are rebuilt per chunk ([`crate::chunk`]), so an
+    /// allocation per lookup was one per DNS query.
+    pub txs: SmallVec<[Tx; 1]>,
     /// Answers that matched no unanswered transmission (late or repeated).
     pub extra_answers: u32,
     /// Transmissions that re-sent the query with a new transaction id (and
@@ -128,13 +131,14 @@ pub(crate) fn sort(msgs: &mut [Msg]) {
 pub(crate) fn build_sorted(msgs: &[Msg]) -> (Vec<Lookup>, Vec<Option<usize>>) {
     let mut lookups: Vec<Lookup> = Vec::new();
     let mut owner: Vec<Option<usize>> = Vec::with_capacity(msgs.len());
-    let mut by_key: HashMap<Key, Vec<usize>> = HashMap::new();
+    // Lookups per key: nearly always one or two (inline, no allocation).
+    let mut by_key: HashMap<Key, SmallVec<[usize; 2]>> = HashMap::default();
     for m in msgs {
         let k = key(m);
         if m.response {
             owner.push(on_answer(
                 &mut lookups,
-                by_key.get(&k).map_or(&[][..], Vec::as_slice),
+                by_key.get(&k).map_or(&[][..], |c| c.as_slice()),
                 m,
             ));
             continue;
@@ -162,14 +166,19 @@ pub(crate) fn build_sorted(msgs: &[Msg]) -> (Vec<Lookup>, Vec<Option<usize>>) {
 ///
 /// Also returns where each lookup went: `merged_into[i]` is the index in the
 /// result of lookup `i` (itself, or the lookup it was folded into).
-fn link_new_id_resends(lookups: Vec<Lookup>) -> (Vec<Lookup>, Vec<usize>) {
+fn link_new_id_resends(mut lookups: Vec<Lookup>) -> (Vec<Lookup>, Vec<usize>) {
+    // In place (one chunk's lookups can be tens of MB): `lookups[..kept]`
+    // is the result so far; the lookup at `i` is either folded into one of
+    // them or moved to `kept`.
     let mut merged_into: Vec<usize> = Vec::with_capacity(lookups.len());
-    let mut out: Vec<Lookup> = Vec::with_capacity(lookups.len());
-    let mut open: HashMap<(IpAddr, u32, u16, u16, bool), usize> = HashMap::new();
-    for l in lookups {
+    let mut open: HashMap<(IpAddr, u32, u16, u16, bool), usize> = HashMap::default();
+    let mut kept = 0;
+    for i in 0..lookups.len() {
+        let (out, rest) = lookups.split_at_mut(i);
+        let Some(l) = rest.first_mut() else { break };
         let key = (l.client_ip, l.name, l.qtype, l.qclass, l.tcp);
-        let target = open.get(&key).copied().filter(|&i| {
-            out.get(i).is_some_and(|p| {
+        let target = open.get(&key).copied().filter(|&t| {
+            out.get(t).is_some_and(|p| {
                 let unanswered = p.txs.iter().all(|t| t.answer.is_none());
                 let gap = match (p.last(), l.first()) {
                     (Some(a), Some(b)) if b.ts > a.ts => b.ts.saturating_sub(a.ts),
@@ -187,21 +196,23 @@ fn link_new_id_resends(lookups: Vec<Lookup>) -> (Vec<Lookup>, Vec<usize>) {
                     )
             })
         });
-        match target.and_then(|i| out.get_mut(i).map(|p| (i, p))) {
-            Some((i, p)) => {
+        match target.and_then(|t| out.get_mut(t).map(|p| (t, p))) {
+            Some((t, p)) => {
                 p.new_id_resends += 1;
-                p.txs.extend(l.txs);
+                p.txs.extend(l.txs.drain(..));
                 p.extra_answers += l.extra_answers;
-                merged_into.push(i);
+                merged_into.push(t);
             }
             None => {
-                open.insert(key, out.len());
-                merged_into.push(out.len());
-                out.push(l);
+                open.insert(key, kept);
+                merged_into.push(kept);
+                lookups.swap(kept, i);
+                kept += 1;
             }
         }
     }
-    (out, merged_into)
+    lookups.truncate(kept);
+    (lookups, merged_into)
 }
 
 /// A query: a copy of a recent transmission, a re-send in an open lookup, or
@@ -239,7 +250,7 @@ fn on_query(lookups: &mut Vec<Lookup>, cands: &[usize], m: &Msg) -> (usize, bool
         name: m.name,
         qtype: m.qtype,
         qclass: m.qclass,
-        txs: vec![tx_of(m)],
+        txs: smallvec![tx_of(m)],
         extra_answers: 0,
         new_id_resends: 0,
     });

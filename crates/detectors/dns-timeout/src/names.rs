@@ -14,9 +14,8 @@
 //! id and compares the stored name; names whose hash another name already
 //! holds (probability about n²/2⁶⁵) go to a small map of their own.
 
-use std::collections::hash_map::DefaultHasher;
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use foldhash::HashMap;
+use std::hash::BuildHasher;
 
 /// Query names by id, with their index (see the module documentation).
 #[derive(Debug, Clone)]
@@ -41,17 +40,17 @@ impl Default for NameTable {
             names: Vec::new(),
             free: Vec::new(),
             released: Vec::new(),
-            by_hash: HashMap::new(),
-            collided: HashMap::new(),
+            by_hash: HashMap::default(),
+            collided: HashMap::default(),
             hash: name_hash,
         }
     }
 }
 
+/// The 64-bit hash `by_hash` is keyed by (fixed seed; names whose hashes
+/// collide, by chance or crafted, go to `collided`, so it needs no secret).
 fn name_hash(name: &str) -> u64 {
-    let mut h = DefaultHasher::new();
-    name.hash(&mut h);
-    h.finish()
+    foldhash::quality::FixedState::with_seed(0x4e41_4d45).hash_one(name)
 }
 
 impl NameTable {
@@ -123,7 +122,8 @@ impl NameTable {
             } else {
                 self.collided.remove(name.as_str());
             }
-            *name = String::new();
+            // Emptied, its buffer kept for the name that reuses the id.
+            name.clear();
             *released = true;
             self.free.push(id32);
         }

@@ -3,12 +3,13 @@
 //! (link-layer source address, DNS answers).
 
 use crate::stamp::{stamp_age, StampLayout};
+use foldhash::{HashMap, HashSet};
 use pcapsleuth_core::FrameNo;
 use pcapsleuth_core::{Direction, Endpoint, StreamId};
 use pcapsleuth_decode::{dns, IcmpKind, Transport};
 use pcapsleuth_detect::{Bound, PacketContext};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 use std::num::NonZeroU64;
 
@@ -260,15 +261,21 @@ pub struct Collector {
     pub samples: Vec<Sample>,
     /// Per link-layer source address (a MAC), the host addresses it sent
     /// from with an initial TTL (so not forwarded by a router).
-    pub mac_sources: BTreeMap<[u8; 6], BTreeSet<IpAddr>>,
-    /// Per DNS name (lower case, no trailing dot), the A and AAAA addresses
-    /// answered for it.
-    pub dns_names: BTreeMap<String, BTreeSet<IpAddr>>,
+    /// Unordered (a per-packet lookup among up to [`MAX_ADDRESSES`]): read it
+    /// in a sorted order wherever order can reach a report.
+    pub mac_sources: HashMap<[u8; 6], HashSet<IpAddr>>,
+    /// Per DNS name (presentation form: lower case, no trailing dot), the A
+    /// and AAAA addresses answered for it. Unordered: read it in name order
+    /// (as `pair::hosts` does) wherever order can reach a report.
+    pub dns_names: HashMap<String, AddrSet>,
     /// Names of `dns_names` answered in one address family when they came,
     /// oldest first: at the [`Bounds::names`] cap the oldest of them that
     /// still has one family only is forgotten for a new name (one that
     /// gained its other family since, or was forgotten, is skipped).
     one_family: VecDeque<String>,
+    /// The question name of the DNS answer being read (reused: no
+    /// allocation per answer for a name already kept).
+    name_scratch: String,
     /// Per source address: packets with an initial TTL, packets without;
     /// the latest counts may still be in a cache: read them with
     /// [`Collector::ttl_counts`].
@@ -776,14 +783,14 @@ impl Collector {
         if addrs.is_empty() {
             return;
         }
-        let name = q
-            .name
-            .labels()
-            .map(|l| String::from_utf8_lossy(l).to_ascii_lowercase())
-            .collect::<Vec<_>>()
-            .join(".");
-        if let Some(kept) = self.dns_names.get_mut(&name) {
-            kept.extend(addrs);
+        let mut name = std::mem::take(&mut self.name_scratch);
+        name.clear();
+        q.name.push_presentation(&mut name);
+        if let Some(kept) = self.dns_names.get_mut(name.as_str()) {
+            for a in addrs {
+                add_address(kept, a);
+            }
+            self.name_scratch = name;
             return;
         }
         if (self.dns_names.len() as u64) >= self.bounds.names.limit {
@@ -801,14 +808,35 @@ impl Collector {
                 }
             };
             if !forgotten {
+                self.name_scratch = name;
                 return;
             }
         }
         if !both_families(&addrs) {
             self.one_family.push_back(name.clone());
         }
-        self.dns_names.insert(name, addrs.into_iter().collect());
+        self.dns_names.insert(name, address_set(addrs));
     }
+}
+
+/// The addresses answered for one DNS name: sorted, each once. Most names
+/// have one or two (an A and an AAAA), kept inline; a `BTreeSet` took a
+/// 200-byte node per name (40 MB at [`Bounds::names`]' 200,000 names).
+pub type AddrSet = smallvec::SmallVec<[IpAddr; 2]>;
+
+/// Put `a` in `set` (sorted, each address once).
+pub fn add_address(set: &mut AddrSet, a: IpAddr) {
+    if let Err(at) = set.binary_search(&a) {
+        set.insert(at, a);
+    }
+}
+
+/// `addrs` as an [`AddrSet`] (sorted, each address once).
+pub fn address_set(addrs: impl IntoIterator<Item = IpAddr>) -> AddrSet {
+    let mut set: AddrSet = addrs.into_iter().collect();
+    set.sort_unstable();
+    set.dedup();
+    set
 }
 
 /// Whether `addrs` holds addresses of both families.
@@ -1036,6 +1064,23 @@ mod name_tests {
 
     fn v6(i: u16) -> IpAddr {
         IpAddr::V6(std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, i))
+    }
+
+    /// A name's addresses stay sorted and unique however they arrive
+    /// (answers repeat and reorder round-robin pools), inline up to two.
+    #[test]
+    fn address_sets_are_sorted_and_unique() {
+        let mut set = address_set([v6(1), v4(2), v4(1), v4(2)]);
+        assert_eq!(set.as_slice(), [v4(1), v4(2), v6(1)]);
+        assert!(set.spilled());
+        for a in [v4(3), v4(1), v6(1), v4(0)] {
+            add_address(&mut set, a);
+        }
+        assert_eq!(set.as_slice(), [v4(0), v4(1), v4(2), v4(3), v6(1)]);
+        let pair = address_set([v6(9), v4(9)]);
+        assert_eq!(pair.as_slice(), [v4(9), v6(9)]);
+        assert!(!pair.spilled());
+        assert!(both_families(&pair) && !both_families(&address_set([v4(1), v4(2)])));
     }
 
     /// Past the cap, a flood of one-family names (a random-subdomain flood

@@ -81,8 +81,9 @@ impl Hosts {
     }
 }
 
-fn join_all(hosts: &mut Hosts, addrs: &BTreeSet<IpAddr>, why: PairedBy) {
-    let mut it = addrs.iter();
+/// Join every address of `addrs` (in ascending order) to the first.
+fn join_all<'a>(hosts: &mut Hosts, addrs: impl IntoIterator<Item = &'a IpAddr>, why: PairedBy) {
+    let mut it = addrs.into_iter();
     let Some(&first) = it.next() else { return };
     for &a in it {
         hosts.join(first, a, why);
@@ -92,12 +93,20 @@ fn join_all(hosts: &mut Hosts, addrs: &BTreeSet<IpAddr>, why: PairedBy) {
 /// The hosts of a capture, from what `c` collected.
 pub fn hosts(c: &Collector) -> Hosts {
     let mut h = Hosts::default();
-    for addrs in c.mac_sources.values() {
+    // In MAC and address order (the sets are hashed).
+    let mut macs: Vec<_> = c.mac_sources.iter().collect();
+    macs.sort_unstable_by_key(|(mac, _)| **mac);
+    for (_, addrs) in macs {
         if crate::collect::both_families(addrs) {
-            join_all(&mut h, addrs, PairedBy::Mac);
+            let sorted: BTreeSet<IpAddr> = addrs.iter().copied().collect();
+            join_all(&mut h, &sorted, PairedBy::Mac);
         }
     }
-    for addrs in c.dns_names.values() {
+    // In name order: which reason joined two addresses must not depend
+    // on the map's hashing.
+    let mut named: Vec<(&String, &crate::collect::AddrSet)> = c.dns_names.iter().collect();
+    named.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    for (_, addrs) in named {
         let v4 = addrs.iter().filter(|a| a.is_ipv4()).count();
         let v6 = addrs.len() - v4;
         if v4 >= 1 && v6 >= 1 && v4 <= MAX_DNS_ADDRESSES && v6 <= MAX_DNS_ADDRESSES {
@@ -174,7 +183,7 @@ mod tests {
         // Only IPv4 addresses behind this MAC.
         c.mac_sources.insert(
             [2, 0, 0, 0, 0, 1],
-            [ip("192.0.2.1"), ip("192.0.2.9")].into(),
+            [ip("192.0.2.1"), ip("192.0.2.9")].into_iter().collect(),
         );
         let h = hosts(&c);
         assert_ne!(h.root(ip("192.0.2.1")), h.root(ip("192.0.2.9")));
@@ -185,17 +194,16 @@ mod tests {
         let mut c = Collector::default();
         c.dns_names.insert(
             "pool.example".into(),
-            [
+            crate::collect::address_set([
                 ip("192.0.2.1"),
                 ip("192.0.2.2"),
                 ip("192.0.2.3"),
                 ip("2001:db8::1"),
-            ]
-            .into(),
+            ]),
         );
         c.dns_names.insert(
             "one.example".into(),
-            [ip("192.0.2.10"), ip("2001:db8::10")].into(),
+            crate::collect::address_set([ip("2001:db8::10"), ip("192.0.2.10")]),
         );
         let h = hosts(&c);
         assert_ne!(h.root(ip("192.0.2.1")), h.root(ip("2001:db8::1")));
