@@ -5,7 +5,12 @@
 //! [`pcapsleuth_core::StreamId`] (a counter) and frame numbers are chosen by
 //! us, not by the capture, so a multiply-rotate hash (the `FxHasher` of
 //! rustc's `rustc-hash`) is safe for them. Do **not** key [`StreamMap`] by
-//! anything taken from packet bytes (addresses, ports, sequence numbers).
+//! anything taken from packet bytes (addresses, ports, sequence numbers):
+//! for those use `foldhash::HashMap` (randomly seeded, as std's, and much
+//! cheaper than SipHash on short keys; `dns-timeout` and `dual-stack-latency`
+//! key names, addresses and message bytes with it), and
+//! `foldhash::quality::FixedState` where a hash value itself must be the
+//! same run after run (a fingerprint that decides what is a copy).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};

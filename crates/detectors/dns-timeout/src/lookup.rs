@@ -321,3 +321,69 @@ fn on_answer(lookups: &mut [Lookup], cands: &[usize], m: &Msg) -> Option<usize> 
     }
     Some(i)
 }
+
+#[cfg(test)]
+mod fold_tests {
+    use super::*;
+
+    const S: i64 = 1_000_000_000;
+
+    /// One never-answered lookup of `name` from 192.0.2.1 with `id`,
+    /// sent at `t` s (its frame is `t`).
+    fn lookup(name: u32, id: u16, t: i64) -> Lookup {
+        let client: Endpoint = Endpoint {
+            addr: "192.0.2.1".parse().unwrap(),
+            port: 40_000 + id,
+        };
+        let server = Endpoint {
+            addr: "198.51.100.53".parse().unwrap(),
+            port: 53,
+        };
+        Lookup {
+            tcp: false,
+            client_ip: client.addr,
+            id,
+            name,
+            qtype: 1,
+            qclass: 1,
+            txs: smallvec![Tx {
+                frame: t as u64,
+                ts: t * S,
+                client,
+                server,
+                stream: None,
+                copies: Vec::new(),
+                answer: None,
+                hash: u64::from(id),
+            }],
+            extra_answers: 0,
+            new_id_resends: 0,
+        }
+    }
+
+    /// Go-style re-sends (a new id every 5 s) fold into the first lookup of
+    /// their name, however many other lookups lie between; the others keep
+    /// their order, and each input says where it went.
+    #[test]
+    fn new_id_resends_fold_in_place_around_other_lookups() {
+        let input = vec![
+            lookup(7, 1, 0),  // A
+            lookup(8, 2, 1),  // B: another name
+            lookup(7, 3, 5),  // A's first re-send
+            lookup(8, 4, 2),  // B again 1 s later: not the resolver timeout
+            lookup(7, 5, 10), // A's second re-send
+            lookup(9, 6, 11), // C
+        ];
+        let (out, merged_into) = link_new_id_resends(input);
+        assert_eq!(merged_into, [0, 1, 0, 2, 0, 3]);
+        let firsts: Vec<(u32, u16)> = out.iter().map(|l| (l.name, l.id)).collect();
+        assert_eq!(firsts, [(7, 1), (8, 2), (8, 4), (9, 6)]);
+        let a = &out[0];
+        assert_eq!(a.new_id_resends, 2);
+        let frames: Vec<u64> = a.txs.iter().map(|t| t.frame).collect();
+        assert_eq!(frames, [0, 5, 10]);
+        assert!(out[1..]
+            .iter()
+            .all(|l| l.txs.len() == 1 && l.new_id_resends == 0));
+    }
+}
